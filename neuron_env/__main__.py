@@ -1,0 +1,3 @@
+from neuron_env.cli import main
+
+main()

@@ -1,0 +1,237 @@
+"""backend.torch, backend.pairing, backend.origin, backend.tools."""
+
+from __future__ import annotations
+
+import shlex
+
+from packaging.version import InvalidVersion, Version
+
+from neuron_env.checks import check
+from neuron_env.matrix.model import fmt_spec
+from neuron_env.report.model import Result
+
+NEURON_PACKAGES = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-distributed",
+                   "torch-neuron", "neuron-cc", "transformers-neuronx",
+                   "aws-neuronx-runtime-discovery")
+
+
+def install_cmd(ctx, facts, torch_minor: str | None = None) -> str:
+    parts = ["neuron-env", "install"]
+    if ctx.matrix_flag:
+        parts += ["--matrix", ctx.matrix_flag]
+    parts += ["--python", ctx.python_flag or facts.target.path]
+    if torch_minor:
+        parts += ["--torch", torch_minor]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _unusable(id_: str, facts) -> Result | None:
+    if not facts.target.usable:
+        return Result(id_, "backend", "skip", "target interpreter unusable (see python.version)")
+    return None
+
+
+def _torch_needed_by(neuronx: str, m) -> str | None:
+    """Which torch an installed torch-neuronx needs, from the matrix or its version scheme."""
+    pair = m.pair_for_neuronx(neuronx)
+    if pair:
+        return str(pair.torch)
+    try:
+        v = Version(neuronx)
+    except InvalidVersion:
+        return None
+    rel = v.release
+    if len(rel) >= 4 and rel[2] == 3 and rel[3] == 0:  # native families: 2.14.3.0.* -> 2.14.0
+        return f"{rel[0]}.{rel[1]}.0"
+    if len(rel) >= 4:  # XLA-based: <torch version>.<neuron version>
+        return ".".join(str(x) for x in rel[:3])
+    return None
+
+
+@check("backend.torch", "backend")
+def backend_torch(facts, m, ctx) -> Result:
+    if (r := _unusable("backend.torch", facts)) is not None:
+        return r
+    t = facts.target
+    torch = t.dist("torch")
+    pairs = [str(p.torch) for p in m.pairs_newest_first()]
+    expected = " or ".join(f"torch {p}" for p in pairs)
+    if torch is None:
+        return Result("backend.torch", "backend", "fail", f"torch is not installed in {t.path}",
+                      expected=expected, fix=install_cmd(ctx, facts))
+    try:
+        v = Version(torch.version)
+    except InvalidVersion:
+        return Result("backend.torch", "backend", "fail",
+                      f"torch has an invalid version {torch.version!r}",
+                      observed=torch.version, expected=expected, fix=install_cmd(ctx, facts))
+    match = next((p for p in m.pairs if v.public == str(p.torch) or
+                  Version(v.public) == p.torch), None)
+    if match is None:
+        return Result("backend.torch", "backend", "fail",
+                      f"torch {torch.version} is not paired by Neuron {m.release} "
+                      f"(it pairs {', '.join(pairs)})", observed=torch.version,
+                      expected=expected, fix=install_cmd(ctx, facts))
+    cuda = sorted(d.name for k, d in t.dists.items() if k.startswith("nvidia-") and "cu" in k)
+    if (v.local and "cu" in v.local) or cuda:
+        return Result("backend.torch", "backend", "warn",
+                      f"torch {torch.version} is a CUDA build"
+                      + (f" ({len(cuda)} nvidia-* packages)" if cuda else "")
+                      + ": the Neuron backend uses the CPU build", observed=torch.version,
+                      expected=expected,
+                      fix=f"reinstall the CPU build from {_index_url(m, 'torch')}: "
+                          + install_cmd(ctx, facts, match.torch_minor))
+    return Result("backend.torch", "backend", "pass", f"torch {torch.version}",
+                  observed=torch.version, expected=expected)
+
+
+def _index_url(m, package: str) -> str:
+    idx = m.index_for(package)
+    return idx.url if idx else "the matrix's index"
+
+
+@check("backend.pairing", "backend")
+def backend_pairing(facts, m, ctx) -> Result:
+    if (r := _unusable("backend.pairing", facts)) is not None:
+        return r
+    t = facts.target
+    nx, torch = t.dist("torch-neuronx"), t.dist("torch")
+    families = " or ".join(f"torch-neuronx{fmt_spec(p.torch_neuronx)} with torch {p.torch}"
+                           for p in m.pairs_newest_first())
+    if nx is None:
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx is not installed in {t.path}", expected=families,
+                      fix=install_cmd(ctx, facts), docs=m.doc("setup"))
+    observed = {"torch-neuronx": nx.version, "torch": torch.version if torch else None}
+    if m.placeholder("torch-neuronx", nx.version) or nx.wrong_package_marker:
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {nx.version} is the public index's placeholder, not the "
+                      "backend (see backend.origin)", observed=observed, expected=families,
+                      fix=install_cmd(ctx, facts))
+    pair = m.pair_for_neuronx(nx.version)
+    needed = _torch_needed_by(nx.version, m)
+    if pair is None:
+        hint = ""
+        if m.backend == "native" and needed and not nx.version.startswith(needed[:-1] + "3.0"):
+            hint = (" — it looks like the XLA-based torch-neuronx of an older release: upgrade, "
+                    "or check against that release (--matrix 2.31)")
+        minor = ".".join(needed.split(".")[:2]) if needed else None
+        fit = next((p for p in m.pairs if p.torch_minor == minor), None)
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {nx.version} is not a Neuron {m.release} family{hint}",
+                      observed=observed, expected=families,
+                      fix=install_cmd(ctx, facts, fit.torch_minor if fit else None))
+    if torch is None:
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {nx.version} needs torch {pair.torch}, and torch is not "
+                      "installed", observed=observed, expected=families,
+                      fix=install_cmd(ctx, facts, pair.torch_minor))
+    try:
+        tv = Version(Version(torch.version).public)
+    except InvalidVersion:
+        tv = None
+    if tv != pair.torch:
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {nx.version} needs torch {pair.torch}, found torch "
+                      f"{torch.version}", observed=observed, expected=families,
+                      fix=install_cmd(ctx, facts, pair.torch_minor))
+    return Result("backend.pairing", "backend", "pass",
+                  f"torch-neuronx {nx.version} with torch {torch.version}",
+                  observed=observed, expected=families)
+
+
+def _manifest_entries(t) -> dict[str, dict]:
+    pkgs = (t.manifest or {}).get("packages")
+    if not isinstance(pkgs, list):
+        return {}
+    from packaging.utils import canonicalize_name
+
+    return {canonicalize_name(str(p.get("name"))): p for p in pkgs
+            if isinstance(p, dict) and p.get("name")}
+
+
+def _norm(url: str) -> str:
+    return url.rstrip("/").removesuffix("/simple").rstrip("/")
+
+
+@check("backend.origin", "backend")
+def backend_origin(facts, m, ctx) -> Result:
+    if (r := _unusable("backend.origin", facts)) is not None:
+        return r
+    t = facts.target
+    present = [t.dist(n) for n in (*NEURON_PACKAGES, "torch") if t.dist(n)]
+    neuron = [d for d in present if d.name.lower() != "torch"]
+    if not neuron:
+        return Result("backend.origin", "backend", "skip", "no Neuron packages installed")
+    problems, notes = [], []
+    for d in neuron:
+        if m.placeholder(d.name, d.version) or d.wrong_package_marker:
+            problems.append(f"{d.name} {d.version} is the PLACEHOLDER from the public index "
+                            "('WRONG PACKAGE'), installed because the Neuron index was not used")
+    recorded = _manifest_entries(t)
+    from neuron_env.install_manifest import expected_index_urls  # small, pure
+
+    allowed = expected_index_urls(m, ctx.index_overrides)
+    for d in present:
+        from packaging.utils import canonicalize_name
+
+        entry = recorded.get(canonicalize_name(d.name))
+        want = m.index_for(d.name)
+        if entry and want:
+            src = str(entry.get("index_url") or entry.get("url") or "")
+            ok = {_norm(u) for u in allowed.get(want.name, [want.url])}
+            if src and not any(_norm(src).startswith(u) for u in ok):
+                problems.append(f"{d.name} {d.version} came from {src}; the matrix requires "
+                                f"the {want.name} index ({want.url})")
+            if entry.get("version") and str(entry["version"]) != d.version:
+                problems.append(f"{d.name} is {d.version} but the install manifest recorded "
+                                f"{entry['version']}: changed after install")
+        elif d.direct_url and want:
+            notes.append(f"{d.name} was installed from {d.direct_url.get('url', 'a URL')}")
+    observed = {d.name: d.version for d in present}
+    if t.manifest_error:
+        notes.append(t.manifest_error)
+    fix = (f"pip uninstall -y {' '.join(d.name for d in neuron)} && " + install_cmd(ctx, facts)
+           if problems else None)
+    if problems:
+        return Result("backend.origin", "backend", "fail", problems[0]
+                      + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+                      observed=observed, expected="packages from " + ", ".join(
+                          f"{i.name} ({i.url})" for i in m.indexes),
+                      fix=fix, docs=m.doc("setup"), details={"problems": problems,
+                                                              "notes": notes})
+    how = ("recorded by neuron-env's install manifest" if recorded else
+           "no install manifest (not installed by neuron-env): origin beyond placeholder "
+           "detection not recorded")
+    if notes:
+        return Result("backend.origin", "backend", "warn",
+                      f"no placeholder packages; {notes[0]}", observed=observed,
+                      details={"notes": notes}, fix=install_cmd(ctx, facts))
+    return Result("backend.origin", "backend", "pass", f"no placeholder packages; {how}",
+                  observed=observed)
+
+
+@check("backend.tools", "backend")
+def backend_tools(facts, m, ctx) -> Result:
+    if (r := _unusable("backend.tools", facts)) is not None:
+        return r
+    t = facts.target
+    if not m.companions:
+        return Result("backend.tools", "backend", "skip", "the matrix lists no companion tools")
+    found, problems = {}, []
+    for c in m.companions:
+        d = t.dist(c.name)
+        found[c.name] = d.version if d else None
+        if d is None:
+            problems.append(f"{c.name} is not installed")
+        elif m.placeholder(c.name, d.version):
+            problems.append(f"{c.name} {d.version} is the public index's placeholder")
+        elif c.spec and not c.spec.contains(d.version, prereleases=True):
+            problems.append(f"{c.name} {d.version} does not match {c.requirement}")
+    expected = ", ".join(c.requirement for c in m.companions)
+    if problems:
+        return Result("backend.tools", "backend", "fail", "; ".join(problems),
+                      observed=found, expected=expected, fix=install_cmd(ctx, facts))
+    return Result("backend.tools", "backend", "pass",
+                  ", ".join(f"{k} {v}" for k, v in found.items()), observed=found,
+                  expected=expected)

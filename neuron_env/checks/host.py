@@ -1,0 +1,122 @@
+"""instance.type, os.release, os.arch, python.version."""
+
+from __future__ import annotations
+
+from neuron_env.checks import check
+from neuron_env.matrix.model import fmt_spec
+from neuron_env.report.model import Result
+
+
+def supported_families(m) -> str:
+    return ", ".join(f.family for f in m.instances if f.supported)
+
+
+@check("instance.type", "instance")
+def instance_type(facts, m, ctx) -> Result:
+    inst = facts.instance
+    docs = m.doc("release_notes")
+    expected = f"a supported family: {supported_families(m)}"
+    if not inst.type:
+        why = "; ".join(inst.notes) or "no source answered"
+        return Result("instance.type", "instance", "warn",
+                      f"instance type unknown ({why})", observed=None, expected=expected,
+                      fix="run on a Trn2/Trn3 instance, or pass --instance-type TYPE when "
+                          "checking an image built elsewhere", docs=docs)
+    src = {"flag": "assumed from --instance-type", "dmi": "from DMI",
+           "imds": "from IMDS"}.get(inst.source, inst.source)
+    fam, typ = m.instance_type(inst.type)
+    observed = {"type": inst.type, "source": inst.source, "assumed": inst.assumed}
+    if fam is None:
+        return Result("instance.type", "instance", "fail",
+                      f"{inst.type} ({src}) has no Neuron devices supported by Neuron "
+                      f"{m.release}", observed=observed, expected=expected,
+                      fix=f"use a {supported_families(m)} instance"
+                          + (" (or correct --instance-type)" if inst.assumed else ""),
+                      docs=docs)
+    if not fam.supported:
+        return Result("instance.type", "instance", "fail",
+                      f"{inst.type} ({src}): {fam.family} is not supported by Neuron {m.release}",
+                      observed=observed, expected=expected, fix=fam.reason, docs=docs)
+    what = fam.accelerator or fam.family
+    if typ and typ.devices:
+        what += f", {typ.devices} device{'s' if typ.devices != 1 else ''} expected"
+    note = "" if typ else "; this type is not listed in the matrix, device count unknown"
+    if typ and not typ.confirmed:
+        note += "; its figures are not confirmed by AWS docs"
+    return Result("instance.type", "instance", "pass", f"{inst.type} ({what}) {src}{note}",
+                  observed=observed, expected=expected)
+
+
+@check("os.release", "os")
+def os_release(facts, m, ctx) -> Result:
+    o = facts.os
+    supported = [e for e in m.os if e.status == "supported"]
+    expected = ", ".join(e.label for e in supported)
+    if o.error:
+        return Result("os.release", "os", "fail", f"cannot tell the OS: {o.error}",
+                      expected=expected, fix="check --root, or that /etc/os-release exists")
+    observed = {"id": o.id, "version_id": o.version_id, "codename": o.codename,
+                "pretty_name": o.pretty_name}
+    name = o.pretty_name or f"{o.id} {o.version_id or ''}".strip()
+    entry = m.os_entry(o.id, o.version_id or "")
+    if entry is None:
+        known_versions = [e.label for e in m.os if e.id == o.id]
+        like = f" (a derivative of {', '.join(o.id_like)})" if o.id_like else ""
+        why = (f"{name} is not in Neuron {m.release}'s matrix" if known_versions
+               else f"{name}{like} is not supported by Neuron {m.release}")
+        return Result("os.release", "os", "fail", why, observed=observed,
+                      expected=expected, fix=f"use {expected}", docs=m.doc("setup"))
+    if entry.status != "supported":
+        return Result("os.release", "os", "fail", f"{name}: {entry.status}",
+                      observed=observed, expected=expected, fix=entry.message,
+                      docs=m.doc("release_notes"))
+    neuronx = facts.target.dist("torch-neuronx") if facts.target.usable else None
+    if entry.wheels is False and neuronx is None:
+        return Result("os.release", "os", "warn",
+                      f"{name} is supported, but prebuilt wheels are not published for it",
+                      observed=observed, expected=expected, fix=entry.message,
+                      docs=m.doc("setup"))
+    return Result("os.release", "os", "pass", f"{name} (supported)", observed=observed,
+                  expected=expected)
+
+
+@check("os.arch", "os")
+def os_arch(facts, m, ctx) -> Result:
+    expected = ", ".join(m.architectures)
+    if facts.arch is None:
+        return Result("os.arch", "os", "warn",
+                      f"architecture unknown ({facts.arch_source})", expected=expected)
+    if facts.arch in m.architectures:
+        return Result("os.arch", "os", "pass", facts.arch, observed=facts.arch,
+                      expected=expected)
+    return Result("os.arch", "os", "fail",
+                  f"{facts.arch}: Neuron {m.release} ships {expected} packages only",
+                  observed=facts.arch, expected=expected,
+                  fix="use an x86_64 Trn2/Trn3 instance and AMI")
+
+
+@check("python.version", "python")
+def python_version(facts, m, ctx) -> Result:
+    t = facts.target
+    expected = fmt_spec(m.python)
+    if not t.usable:
+        return Result("python.version", "python", "fail", f"target interpreter unusable: "
+                      f"{t.error}", observed={"path": t.path}, expected=expected,
+                      fix="pass --python with a working Python "
+                          f"{expected} (the training environment's interpreter)")
+    observed = {"path": t.path, "version": t.version, "venv": t.venv, "prefix": t.prefix,
+                "chosen_by": t.chosen_by}
+    where = f"{t.path} ({'venv' if t.venv else 'not a venv'}, chosen by {t.chosen_by})"
+    if not m.python.contains(t.version, prereleases=True):
+        return Result("python.version", "python", "fail",
+                      f"Python {t.version} at {where} is outside {expected}",
+                      observed=observed, expected=expected,
+                      fix="create a venv with a supported Python: neuron-env install --venv "
+                          "DIR --python /usr/bin/python3.12")
+    if t.broken:
+        return Result("python.version", "python", "warn",
+                      f"Python {t.version} at {where}; {len(t.broken)} distribution(s) with "
+                      f"broken metadata: {t.broken[0]}", observed=observed, expected=expected,
+                      fix="reinstall or remove the broken distributions (pip check lists them)")
+    return Result("python.version", "python", "pass", f"Python {t.version} at {where}",
+                  observed=observed, expected=expected)

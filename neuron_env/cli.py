@@ -1,0 +1,208 @@
+"""The typer app: parse, call a command, render, exit. Nothing else lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from neuron_env import __version__
+from neuron_env.errors import EXIT_INTERNAL, NeuronEnvError
+
+app = typer.Typer(
+    name="neuron-env", no_args_is_help=True, add_completion=False,
+    help="Check, install and smoke-test the AWS Neuron (TorchNeuron) PyTorch backend.",
+    pretty_exceptions_enable=False, rich_markup_mode=None,
+)
+matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices: list, show, "
+                         "validate, import.")
+app.add_typer(matrix_app, name="matrix")
+
+
+class Fmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class DoctorFmt(str, Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"neuron-env {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """neuron-env: is this host ready for PyTorch on Trainium?"""
+
+
+def _fail(err: BaseException, fmt: str, schema: str) -> None:
+    """Report an error the way the chosen format speaks, then exit with its code."""
+    from neuron_env.commands import TOOL
+
+    if isinstance(err, NeuronEnvError):
+        code, payload, text = err.exit_code, err.to_dict(), err.render()
+    else:
+        code = EXIT_INTERNAL
+        tb = traceback.format_exc()
+        payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
+                   "hint": "this is a neuron-env bug: please report it", "traceback": tb}
+        text = f"internal error: {type(err).__name__}: {err}\n{tb}"
+    if fmt in ("json",):
+        doc = {"schema": schema, "tool": TOOL, "error": payload, "results": [],
+               "summary": {"pass": 0, "warn": 0, "fail": 0, "skip": 0, "error": 1},
+               "exit_code": code}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    sys.stderr.write(f"neuron-env: {text}\n")
+    raise typer.Exit(code)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+
+
+# -- matrix ---------------------------------------------------------------------------------
+MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>.toml from DIR "
+                          "(repeatable).")
+
+
+@matrix_app.command("list")
+def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
+                format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
+    """List the bundled matrices (and those in --matrix-dir)."""
+    from neuron_env.commands import matrix_cmd
+
+    try:
+        if format == Fmt.json:
+            typer.echo(json.dumps(matrix_cmd.list_data(matrix_dir or []), indent=2))
+        else:
+            typer.echo(matrix_cmd.list_text(matrix_dir or []), nl=False)
+    except Exception as e:
+        _fail(e, format.value, "neuron-env.matrix-list/1")
+
+
+@matrix_app.command("show")
+def matrix_show(release: str = typer.Argument(None, help="A release (2.33, 2.31) or a TOML "
+                                               "file; default the newest."),
+                format: Fmt = typer.Option(Fmt.text, "--format"),
+                matrix_dir: list[Path] = MATRIX_DIR) -> None:
+    """Show one release's matrix as a table or as neuron-env.matrix/1 JSON."""
+    from neuron_env.commands import matrix_cmd
+    from neuron_env.matrix import catalog
+
+    try:
+        m = catalog.select(release, matrix_dir or [])
+        if format == Fmt.json:
+            typer.echo(json.dumps(matrix_cmd.show_data(m), indent=2))
+        else:
+            typer.echo(matrix_cmd.show_text(m), nl=False)
+    except Exception as e:
+        _fail(e, format.value, "neuron-env.matrix/1")
+
+
+@matrix_app.command("validate")
+def matrix_validate(paths: list[Path] = typer.Argument(..., help="Matrix files or directories."),
+                    format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
+    """Validate matrix files: exit 0 when all are valid, 2 otherwise (every problem listed)."""
+    from neuron_env.commands import TOOL, matrix_cmd
+
+    try:
+        results, code = matrix_cmd.validate(paths)
+    except Exception as e:
+        _fail(e, format.value, "neuron-env.matrix-validate/1")
+    if format == Fmt.json:
+        typer.echo(json.dumps({"schema": "neuron-env.matrix-validate/1", "tool": TOOL,
+                               "files": results, "exit_code": code}, indent=2))
+    else:
+        typer.echo(matrix_cmd.validate_text(results), nl=False)
+    raise typer.Exit(code)
+
+
+@matrix_app.command("import")
+def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.json."),
+                  out: Path = typer.Option(Path("matrices"), "--out", help="Directory to write "
+                                           "neuron-<release>.toml files into."),
+                  release: list[str] = typer.Option(None, "--release", help="Only these "
+                                                    "releases (2.31.1, or 2.31 for all 2.31.x)."),
+                  dry_run: bool = typer.Option(False, "--dry-run")) -> None:
+    """Turn AWS's release manifest into matrix files for the XLA-based releases."""
+    from neuron_env.commands import matrix_cmd
+
+    try:
+        written, skipped = matrix_cmd.import_manifest(manifest, out, _split(release), dry_run)
+    except Exception as e:
+        _fail(e, "text", "neuron-env.matrix-import/1")
+    verb = "would write" if dry_run else "wrote"
+    for w in written:
+        typer.echo(f"{verb} {w}")
+    for rel, why in skipped:
+        typer.echo(f"skipped {rel}: {why}")
+    typer.echo(f"{verb} {len(written)} matri{'x' if len(written) == 1 else 'ces'}, "
+               f"skipped {len(skipped)} release(s)")
+
+
+# -- doctor ---------------------------------------------------------------------------------
+@app.command()
+def doctor(
+    matrix: str = typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX",
+                               help="A bundled release (2.33) or a TOML file/directory."),
+    python: str = typer.Option(None, "--python", help="Interpreter of the environment to check "
+                               "(default $NEURON_ENV_PYTHON, $VIRTUAL_ENV, python3)."),
+    root: str = typer.Option(None, "--root", help="Read host files under DIR (a mounted image)."),
+    instance_type: str = typer.Option(None, "--instance-type", help="The instance type the "
+                                      "environment is meant for (reported as assumed)."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings fail the run."),
+    only: list[str] = typer.Option(None, "--only", help="Run only these check ids/categories."),
+    skip: list[str] = typer.Option(None, "--skip", help="Skip these check ids/categories."),
+    format: DoctorFmt = typer.Option(DoctorFmt.text, "--format"),
+    report: list[str] = typer.Option(None, "--report", help="Also write FORMAT:PATH "
+                                     "(repeatable), e.g. junit:/tmp/doctor.xml."),
+    aws: bool = typer.Option(False, "--aws", help="Compare with EC2 DescribeInstanceTypes."),
+    neuron_index_url: str = typer.Option(None, "--neuron-index-url",
+                                         envvar="NEURON_ENV_NEURON_INDEX_URL"),
+    pytorch_index_url: str = typer.Option(None, "--pytorch-index-url",
+                                          envvar="NEURON_ENV_PYTORCH_INDEX_URL"),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
+) -> None:
+    """Check this host (or --root image) and environment against the version matrix."""
+    from neuron_env.commands.doctor import SCHEMA, DoctorOptions, run
+    from neuron_env.report.render import parse_report_specs, render, write_atomic
+    from neuron_env.report.text import use_colour
+
+    try:
+        reports = parse_report_specs(report or [])
+        rep = run(DoctorOptions(matrix=matrix, python=python, root=root,
+                                instance_type=instance_type, only=_split(only),
+                                skip=_split(skip), strict=strict, aws=aws,
+                                neuron_index_url=neuron_index_url,
+                                pytorch_index_url=pytorch_index_url))
+        for fmt, path in reports:
+            try:
+                write_atomic(path, render(rep, fmt, verbose=verbose))
+            except OSError as e:
+                from neuron_env.errors import ConfigurationError
+
+                raise ConfigurationError(f"--report {fmt}:{path}: cannot write: "
+                                         f"{e.strerror or e}") from None
+    except Exception as e:
+        _fail(e, format.value, SCHEMA)
+    sys.stdout.write(render(rep, format.value, verbose=verbose, colour=use_colour()))
+    raise typer.Exit(rep.exit_code)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("neuron-env: interrupted\n")
+        sys.exit(130)

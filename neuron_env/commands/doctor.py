@@ -1,0 +1,71 @@
+"""`neuron-env doctor`: load matrix -> probe -> check -> Report (rendering is the CLI's)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from neuron_env import checks
+from neuron_env.commands import TOOL
+from neuron_env.install_manifest import index_overrides
+from neuron_env.matrix import catalog
+from neuron_env.probes.facts import gather
+from neuron_env.probes.host import make_root
+from neuron_env.report.model import Report, exit_code
+
+SCHEMA = "neuron-env.doctor/1"
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    matrix: str | None = None
+    python: str | None = None
+    root: str | None = None
+    instance_type: str | None = None
+    only: list[str] = field(default_factory=list)
+    skip: list[str] = field(default_factory=list)
+    strict: bool = False
+    aws: bool = False
+    neuron_index_url: str | None = None
+    pytorch_index_url: str | None = None
+
+
+def _check_root(root: str | None) -> None:
+    from pathlib import Path
+
+    from neuron_env.errors import ConfigurationError
+
+    if root is not None and not Path(root).is_dir():
+        raise ConfigurationError(f"--root {root}: no such directory",
+                                 hint="pass the mount point of the image (or a fixture root)")
+
+
+def run(opts: DoctorOptions) -> Report:
+    t0 = time.monotonic()
+    matrix = catalog.select(opts.matrix)
+    extra = ["instance.aws"] if opts.aws else []
+    ids = checks.select(opts.only, opts.skip, extra)
+    _check_root(opts.root)
+    root = make_root(opts.root)
+    facts = gather(root, opts.python, opts.instance_type,
+                   want_neuron_ls=any(i.startswith("driver.") for i in ids))
+    if "instance.aws" in ids:
+        from neuron_env.aws_checks import with_aws_facts
+
+        facts = with_aws_facts(facts)
+    ctx = checks.Context(
+        python_flag=opts.python, matrix_flag=opts.matrix,
+        index_overrides=index_overrides(matrix, {"neuron": opts.neuron_index_url,
+                                                 "pytorch-cpu": opts.pytorch_index_url}))
+    results = checks.run_checks(facts, matrix, ctx, ids)
+    if "instance.aws" in ids:
+        from neuron_env.aws_checks import instance_aws
+
+        results.append(instance_aws(facts, matrix, ctx))
+    code = exit_code(results, opts.strict)
+    return Report(
+        schema=SCHEMA, tool=TOOL,
+        matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
+        target=facts.serialize(), results=tuple(results), exit_code=code,
+        extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
+    )

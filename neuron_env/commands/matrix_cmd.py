@@ -1,0 +1,149 @@
+"""`neuron-env matrix list|show|validate|import`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neuron_env.commands import TOOL
+from neuron_env.errors import MatrixError, NeuronEnvError
+from neuron_env.matrix import catalog
+from neuron_env.matrix.loader import load_file
+from neuron_env.matrix.model import Matrix, fmt_spec
+from neuron_env.matrix.serialize import to_data, to_toml
+
+SCHEMA = "neuron-env.matrix/1"
+
+
+def list_text(extra_dirs: list[Path]) -> str:
+    entries = catalog.available(extra_dirs)
+    if not entries:
+        return "no matrices found\n"
+    lines = [f"{'RELEASE':<10} {'SOURCE':<9} PATH"]
+    for i, e in enumerate(entries):
+        tag = " (default)" if i == 0 else ""
+        lines.append(f"{e.release:<10} {'bundled' if e.bundled else 'dir':<9} {e.path}{tag}")
+    return "\n".join(lines) + "\n"
+
+
+def list_data(extra_dirs: list[Path]) -> dict:
+    entries = catalog.available(extra_dirs)
+    return {"schema": "neuron-env.matrix-list/1", "tool": TOOL,
+            "matrices": [{"release": e.release, "path": str(e.path), "bundled": e.bundled,
+                          "default": i == 0} for i, e in enumerate(entries)],
+            "exit_code": 0}
+
+
+def show_data(m: Matrix) -> dict:
+    return {"schema": SCHEMA, "tool": TOOL,
+            "matrix": {"release": m.release, "source": m.source, "bundled": m.bundled},
+            "content": to_data(m), "exit_code": 0}
+
+
+def show_text(m: Matrix) -> str:
+    out = [f"Neuron {m.release} ({m.status}, {m.backend} backend"
+           + (f", {m.date}" if m.date else "") + ")", f"  {m.summary}",
+           f"  source: {m.source}", ""]
+    out.append(f"Python          {fmt_spec(m.python)}")
+    out.append(f"Architecture    {', '.join(m.architectures)}")
+    out.append("")
+    out.append(f"{'OS':<16}{'STATUS':<16}{'WHEELS':<8}NOTE")
+    for o in m.os:
+        wheels = {True: "yes", False: "no", None: "?"}[o.wheels]
+        out.append(f"{o.label:<16}{o.status:<16}{wheels:<8}{o.message or ''}")
+    out.append("")
+    out.append(f"{'INSTANCES':<16}{'STATUS':<16}{'TYPES (devices x cores, GiB/device)'}")
+    for f in m.instances:
+        types = ", ".join(
+            f"{t.name} ({t.devices or '?'}x{t.cores_per_device or '?'}, "
+            f"{t.memory_per_device_gib or '?'}){'' if t.confirmed else '*'}" for t in f.types)
+        status = "supported" if f.supported else "unsupported"
+        out.append(f"{f.family:<16}{status:<16}{types or (f.reason or '')[:70]}")
+    if any(not t.confirmed for f in m.instances for t in f.types):
+        out.append("  * not confirmed by AWS docs")
+    out.append("")
+    out.append(f"{'TORCH':<16}{'TORCH-NEURONX':<24}PYTHON")
+    for p in m.pairs_newest_first():
+        out.append(f"{p.torch!s:<16}{fmt_spec(p.torch_neuronx):<24}"
+                   f"{fmt_spec(p.python) or fmt_spec(m.python)}")
+    if m.companions:
+        out.append(f"also installed: {', '.join(c.requirement for c in m.companions)}")
+    out.append("")
+    out.append("Indexes")
+    for i in m.indexes:
+        out.append(f"  {i.name:<12} {i.url}  ({', '.join(i.packages)})"
+                   + (f"  override: ${i.env}" if i.env else ""))
+    if m.placeholders:
+        out.append("Public-index placeholders refused: "
+                   + ", ".join(f"{p.name} {p.version}" for p in m.placeholders))
+    if m.limitations:
+        out.append("Known limitations")
+        out += [f"  - {x.summary}" for x in m.limitations]
+    if m.driver.apt:
+        out.append("Driver packages: " + ", ".join(
+            a.name + (f" {a.version}" if a.version else "") for a in m.driver.apt))
+    if m.docs:
+        out.append("Docs")
+        out += [f"  {k}: {v}" for k, v in m.docs]
+    return "\n".join(out) + "\n"
+
+
+def validate(paths: list[Path]) -> tuple[list[dict], int]:
+    """Every file's problems, and the exit code (0 all valid, 2 otherwise)."""
+    results, code = [], 0
+    for p in paths:
+        targets = catalog.scan(p) if p.is_dir() else [None]
+        if p.is_dir() and not targets:
+            results.append({"path": str(p), "valid": False, "problems": [
+                {"file": str(p), "path": "", "line": None,
+                 "message": "directory holds no matrix files (neuron-<release>.toml)"}]})
+            code = 2
+            continue
+        for e in targets:
+            f = e.path if e else p
+            try:
+                m = load_file(f)
+                results.append({"path": str(f), "valid": True, "release": m.release,
+                                "problems": []})
+            except MatrixError as err:
+                results.append({"path": str(f), "valid": False,
+                                "problems": [x.to_dict() for x in err.problems]})
+                code = 2
+            except NeuronEnvError as err:
+                results.append({"path": str(f), "valid": False, "problems": [
+                    {"file": str(f), "path": "", "line": None, "message": err.message}]})
+                code = 2
+    return results, code
+
+
+def validate_text(results: list[dict]) -> str:
+    out = []
+    for r in results:
+        if r["valid"]:
+            out.append(f"ok       {r['path']} (Neuron {r['release']})")
+        else:
+            out.append(f"invalid  {r['path']}: {len(r['problems'])} problem(s)")
+            for p in r["problems"]:
+                where = p["file"] + (f":{p['line']}" if p.get("line") else "")
+                key = f" [{p['path']}]" if p.get("path") else ""
+                out.append(f"    {where}{key}: {p['message']}")
+    return "\n".join(out) + "\n"
+
+
+def import_manifest(manifest: Path, out_dir: Path, releases: list[str], dry_run: bool):
+    from neuron_env.matrix.importer import convert, load_manifest
+
+    res = convert(load_manifest(manifest), str(manifest), releases or None)
+    written = []
+    if not dry_run:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    for m in res.matrices:
+        path = out_dir / f"neuron-{m.release}.toml"
+        header = (f"Neuron {m.release}: generated by 'neuron-env matrix import' from AWS's release "
+                  f"manifest\n{res.manifest_version} ({res.manifest_date}). Regenerate rather "
+                  "than edit by hand.")
+        if not dry_run:
+            from neuron_env.report.render import write_atomic
+
+            write_atomic(path, to_toml(m, header))
+        written.append(str(path))
+    return written, list(res.skipped)

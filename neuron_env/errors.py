@@ -1,0 +1,88 @@
+"""One exception hierarchy; each class carries the exit code it maps to (caught once in cli)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_INTERNAL = 3
+EXIT_TIMEOUT = 4
+
+
+class NeuronEnvError(Exception):
+    """Base class. `code` is a stable machine-readable error code for JSON output."""
+
+    exit_code = EXIT_INTERNAL
+    code = "internal"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+
+class ConfigurationError(NeuronEnvError):
+    exit_code = EXIT_CONFIG
+    code = "configuration"
+
+
+class UsageError(ConfigurationError):
+    code = "usage"
+
+
+class InterpreterError(ConfigurationError):
+    """The target interpreter is missing, not executable or not a usable Python."""
+
+    code = "interpreter"
+
+
+class MatrixError(ConfigurationError):
+    """A matrix file (or several) is invalid. Carries every problem found."""
+
+    code = "matrix"
+
+    def __init__(self, problems: list[Problem], *, hint: str | None = None) -> None:
+        self.problems = problems
+        super().__init__("\n".join(p.render() for p in problems), hint=hint)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["problems"] = [p.to_dict() for p in self.problems]
+        return d
+
+
+class Problem:
+    """One located problem in a matrix document."""
+
+    __slots__ = ("file", "line", "message", "path")
+
+    def __init__(self, file: str, path: str, message: str, line: int | None = None) -> None:
+        self.file, self.path, self.message, self.line = file, path, message, line
+
+    def render(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        key = f" [{self.path}]" if self.path else ""
+        return f"{where}{key}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {"file": self.file, "path": self.path, "line": self.line, "message": self.message}
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Problem({self.render()!r})"
+
+
+class ResolutionError(ConfigurationError):
+    """No backend pair of the matrix fits the target."""
+
+    code = "resolution"
+
+
+class CommandTimeout(NeuronEnvError):
+    exit_code = EXIT_TIMEOUT
+    code = "timeout"

@@ -1,0 +1,129 @@
+"""Where matrices live: the bundled set, `--matrix NAME|PATH|DIR`, `NEURON_ENV_MATRIX`.
+
+Only the selected file is parsed: the release number is read from the file name
+(`neuron-<release>.toml`), so choosing the newest release costs one parse.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from neuron_env.errors import ConfigurationError, MatrixError, Problem
+from neuron_env.matrix.loader import load_file
+from neuron_env.matrix.model import Matrix
+
+ENV_VAR = "NEURON_ENV_MATRIX"
+_FILE = re.compile(r"^neuron-(?P<release>[0-9][0-9A-Za-z.]*)\.toml$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    release: str
+    path: Path
+    bundled: bool
+
+    @property
+    def version(self) -> Version:
+        return Version(self.release)
+
+
+def bundled_dir() -> Path:
+    """The matrices inside the installed package, or the checkout's `matrices/` (editable)."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_matrices"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "matrices"
+
+
+def scan(directory: Path, bundled: bool = False) -> list[Entry]:
+    """Matrix files in `directory`, newest release first."""
+    out = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    for name in names:
+        m = _FILE.match(name)
+        if not m:
+            continue
+        try:
+            Version(m.group("release"))
+        except InvalidVersion:
+            continue
+        out.append(Entry(m.group("release"), directory / name, bundled))
+    return sorted(out, key=lambda e: e.version, reverse=True)
+
+
+def available(extra_dirs: list[Path] | None = None) -> list[Entry]:
+    entries = []
+    for d in extra_dirs or []:
+        if not d.is_dir():
+            raise ConfigurationError(f"--matrix-dir {d}: no such directory",
+                                     hint="give a directory holding neuron-<release>.toml files")
+        found = scan(d)
+        if not found:
+            raise ConfigurationError(
+                f"--matrix-dir {d}: no matrix files (neuron-<release>.toml) in it",
+                hint="create one with 'neuron-env matrix import' or copy a bundled one")
+        entries += found
+    entries += scan(bundled_dir(), bundled=True)
+    seen, out = set(), []
+    for e in entries:  # an extra directory shadows a bundled release of the same number
+        if e.release not in seen:
+            seen.add(e.release)
+            out.append(e)
+    return sorted(out, key=lambda e: e.version, reverse=True)
+
+
+def _by_release(name: str, entries: list[Entry]) -> Entry | None:
+    try:
+        want = Version(name)
+    except InvalidVersion:
+        return None
+    # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0
+    for hit in ([e for e in entries if e.release == name],
+                [e for e in entries if e.release.startswith(name + ".")],
+                [e for e in entries if e.version == want]):
+        if hit:
+            return hit[0]
+    return None
+
+
+def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Matrix:
+    """Load the matrix named by `spec` (flag), else $NEURON_ENV_MATRIX, else the newest bundled."""
+    source = "--matrix"
+    if not spec:
+        spec = os.environ.get(ENV_VAR) or None
+        source = ENV_VAR
+    entries = available(extra_dirs)
+    if not spec:
+        if not entries:
+            raise ConfigurationError(f"no bundled matrices found in {bundled_dir()}",
+                                     hint="reinstall neuron-env; the wheel ships matrices/")
+        return load_file(entries[0].path, bundled=entries[0].bundled)
+    path = Path(spec).expanduser()
+    looks_like_path = os.sep in spec or spec.endswith(".toml") or path.exists()
+    if looks_like_path:
+        if path.is_dir():
+            found = scan(path)
+            if not found:
+                raise MatrixError([Problem(str(path), "", "directory holds no matrix files "
+                                           "(expected neuron-<release>.toml)")])
+            return load_file(found[0].path)
+        if not path.exists():
+            raise MatrixError([Problem(str(path), "", f"no such matrix file (from {source})")])
+        return load_file(path)
+    entry = _by_release(spec, entries)
+    if entry is None:
+        known = ", ".join(e.release for e in entries[:12]) or "none"
+        raise ConfigurationError(
+            f"{source} {spec!r}: no such release in the known matrices (known: {known}"
+            f"{', …' if len(entries) > 12 else ''})",
+            hint="run 'neuron-env matrix list', or pass a path to a matrix TOML file")
+    return load_file(entry.path, bundled=entry.bundled)

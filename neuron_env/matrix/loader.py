@@ -1,0 +1,467 @@
+"""Read and fully validate matrix TOML files into `Matrix` objects.
+
+Every problem is collected (not just the first) and located: file, key path and, where it can be
+found, the line. Only `MatrixError` ever leaves this module for bad input.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from neuron_env.errors import MatrixError, Problem
+from neuron_env.matrix.model import (
+    BACKEND_KINDS,
+    FORMAT_VERSION,
+    OS_STATUSES,
+    RELEASE_STATUSES,
+    AptPackage,
+    Companion,
+    Driver,
+    Index,
+    InstanceFamily,
+    InstanceType,
+    Limitation,
+    Matrix,
+    OSEntry,
+    Pair,
+    Placeholder,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+_TOML_LINE = re.compile(r"at line (\d+)")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class _Reader:
+    """Typed accessors that record problems instead of raising."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.lines = text.splitlines()
+        self.problems: list[Problem] = []
+
+    # -- locating -------------------------------------------------------------------------------
+    def _line(self, path: str) -> int | None:
+        """Best effort: the line of the last key of `path` after its table header."""
+        parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+        if not parts:
+            return None
+        start = 0
+        header: list[str] = []
+        for part in parts[:-1]:
+            if part.startswith("["):
+                idx = int(part[1:-1])
+                name = ".".join(header)
+                hits = [
+                    i for i, ln in enumerate(self.lines) if ln.strip() == f"[[{name}]]"
+                ]
+                if idx < len(hits):
+                    start = hits[idx]
+                    continue
+                # an inline array of tables: the idx-th "{ ... }" line after `key = [`
+                key_re = re.compile(rf"^\s*{re.escape(header[-1])}\s*=")
+                at = next((i for i in range(start, len(self.lines))
+                           if key_re.match(self.lines[i])), None)
+                if at is None:
+                    return None
+                items = [i for i in range(at, len(self.lines)) if "{" in self.lines[i]]
+                if idx >= len(items):
+                    return at + 1
+                start = items[idx]
+                header = []
+                continue
+            header.append(part)
+        key = parts[-1]
+        if key.startswith("["):
+            return start + 1 if start else None
+        pat = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=|[{{,]\s*{re.escape(key)}\s*=")
+        for i in range(start, len(self.lines)):
+            if pat.search(self.lines[i]):
+                return i + 1
+        table = ".".join([*header, key])
+        for i, ln in enumerate(self.lines):
+            if ln.strip() in (f"[{table}]", f"[[{table}]]"):
+                return i + 1
+        return start + 1 if start else None
+
+    def bad(self, path: str, message: str) -> None:
+        self.problems.append(Problem(self.file, path, message, self._line(path)))
+
+    # -- structure ------------------------------------------------------------------------------
+    def keys(self, d: dict, path: str, required: set[str], optional: set[str]) -> None:
+        for k in sorted(set(d) - required - optional):
+            allowed = ", ".join(sorted(required | optional))
+            self.bad(_join(path, k), f"unknown key {k!r}; allowed here: {allowed}")
+        for k in sorted(required - set(d)):
+            self.bad(_join(path, k), f"required key {k!r} is missing")
+
+    def table(self, d: dict, key: str, path: str, required: bool = True) -> dict:
+        v = d.get(key)
+        if v is None:
+            if required and key in d:
+                self.bad(_join(path, key), "expected a table")
+            return {}
+        if not isinstance(v, dict):
+            self.bad(_join(path, key), f"expected a table, got {_kind(v)}")
+            return {}
+        return v
+
+    def tables(self, d: dict, key: str, path: str, required: bool = False) -> list[dict]:
+        v = d.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            self.bad(_join(path, key), f"expected an array of tables ([[{key}]]), got {_kind(v)}")
+            return []
+        if required and not v:
+            self.bad(_join(path, key), f"at least one [[{key}]] entry is required")
+        return v
+
+    # -- scalars --------------------------------------------------------------------------------
+    def str_(self, d: dict, key: str, path: str, choices: tuple[str, ...] | None = None,
+             name_like: bool = False) -> str | None:
+        if key not in d:
+            return None
+        v = d[key]
+        p = _join(path, key)
+        if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime) and key == "date":
+            return v.isoformat()
+        if not isinstance(v, str):
+            self.bad(p, f"expected a string, got {_kind(v)}")
+            return None
+        if not v.strip():
+            self.bad(p, "must not be empty")
+            return None
+        if choices and v not in choices:
+            self.bad(p, f"expected one of {', '.join(choices)}, got {v!r}")
+            return None
+        if name_like and not _NAME.match(v):
+            self.bad(p, f"{v!r} is not a valid name (letters, digits, '.', '_', '-')")
+            return None
+        return v
+
+    def int_(self, d: dict, key: str, path: str) -> int | None:
+        if key not in d:
+            return None
+        v = d[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            self.bad(_join(path, key), f"expected a non-negative integer, got {v!r}")
+            return None
+        return v
+
+    def bool_(self, d: dict, key: str, path: str, default: bool | None = None) -> bool | None:
+        if key not in d:
+            return default
+        v = d[key]
+        if not isinstance(v, bool):
+            self.bad(_join(path, key), f"expected true or false, got {v!r}")
+            return default
+        return v
+
+    def strs(self, d: dict, key: str, path: str, nonempty: bool = False) -> tuple[str, ...]:
+        if key not in d:
+            return ()
+        v = d[key]
+        p = _join(path, key)
+        if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
+            self.bad(p, f"expected a list of non-empty strings, got {v!r}")
+            return ()
+        if nonempty and not v:
+            self.bad(p, "must list at least one entry")
+        return tuple(v)
+
+    def version(self, d: dict, key: str, path: str) -> Version | None:
+        s = self.str_(d, key, path)
+        if s is None:
+            return None
+        try:
+            return Version(s)
+        except InvalidVersion:
+            self.bad(_join(path, key), f"{s!r} is not a valid PEP 440 version (e.g. '2.14.0')")
+            return None
+
+    def spec(self, d: dict, key: str, path: str, allow_empty: bool = False) -> SpecifierSet | None:
+        if key not in d:
+            return None
+        v = d[key]
+        p = _join(path, key)
+        if not isinstance(v, str):
+            self.bad(p, f"expected a PEP 440 specifier string, got {_kind(v)}")
+            return None
+        if not v.strip() and not allow_empty:
+            self.bad(p, "must not be empty (write a specifier such as '>=3.12,<3.15')")
+            return None
+        try:
+            return SpecifierSet(v)
+        except InvalidSpecifier:
+            self.bad(p, f"{v!r} is not a valid PEP 440 specifier (e.g. '>=3.12,<3.15', '==2.*')")
+            return None
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _kind(v: Any) -> str:
+    return {dict: "a table", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a float"}.get(type(v), type(v).__name__)
+
+
+# -- sections ---------------------------------------------------------------------------------
+TOP_REQUIRED = {"format", "release", "status", "backend", "summary", "architectures",
+                "python", "instances", "os", "pairs", "indexes"}
+TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "docs", "dlami"}
+
+
+def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
+    r.keys(data, "", TOP_REQUIRED, TOP_OPTIONAL)
+    fmt = data.get("format")
+    if "format" in data and fmt != FORMAT_VERSION:
+        r.bad("format", f"unsupported matrix format {fmt!r}; this neuron-env reads format "
+              f"{FORMAT_VERSION} (upgrade neuron-env for newer matrices)")
+    release = r.str_(data, "release", "")
+    if release is not None:
+        try:
+            Version(release)
+        except InvalidVersion:
+            r.bad("release", f"{release!r} is not a release number such as '2.33' or '2.31.1'")
+            release = None
+    date = r.str_(data, "date", "")
+    if date is not None:
+        try:
+            _dt.date.fromisoformat(date)
+        except ValueError:
+            r.bad("date", f"{date!r} is not a date in YYYY-MM-DD form")
+    status = r.str_(data, "status", "", RELEASE_STATUSES)
+    backend = r.str_(data, "backend", "", BACKEND_KINDS)
+    summary = r.str_(data, "summary", "")
+    archs = r.strs(data, "architectures", "", nonempty="architectures" in data)
+
+    py = r.table(data, "python", "")
+    r.keys(py, "python", {"requires"}, set()) if "python" in data else None
+    python = r.spec(py, "requires", "python")
+
+    instances = _instances(r, data)
+    oses = _oses(r, data)
+    pairs = _pairs(r, data, python)
+    companions = _companions(r, data)
+    indexes = _indexes(r, data)
+    placeholders = _placeholders(r, data)
+    limitations = _limitations(r, data)
+    driver = _driver(r, data)
+    docs = _str_table(r, data, "docs")
+    dlami = _str_table(r, data, "dlami")
+
+    if r.problems:
+        return None
+    return Matrix(
+        release=release, date=date, status=status, backend=backend, summary=summary,
+        python=python, architectures=archs, instances=instances, os=oses, pairs=pairs,
+        companions=companions, indexes=indexes, placeholders=placeholders,
+        limitations=limitations, driver=driver, docs=docs, dlami=dlami, source=source,
+        bundled=bundled,
+    )
+
+
+def _instances(r: _Reader, data: dict) -> tuple[InstanceFamily, ...]:
+    out, seen = [], set()
+    for i, d in enumerate(r.tables(data, "instances", "", required="instances" in data)):
+        p = f"instances[{i}]"
+        r.keys(d, p, {"family", "supported"}, {"accelerator", "reason", "types"})
+        fam = r.str_(d, "family", p, name_like=True)
+        supported = r.bool_(d, "supported", p)
+        reason = r.str_(d, "reason", p)
+        if supported is False and reason is None and "reason" not in d:
+            r.bad(_join(p, "reason"), "an unsupported family needs a 'reason' to show users")
+        if fam in seen:
+            r.bad(_join(p, "family"), f"duplicate instance family {fam!r}")
+        seen.add(fam)
+        types = []
+        raw = d.get("types", [])
+        if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+            r.bad(_join(p, "types"), "expected an array of inline tables {name = ..., ...}")
+            raw = []
+        for j, t in enumerate(raw):
+            tp = f"{p}.types[{j}]"
+            r.keys(t, tp, {"name"}, {"devices", "cores_per_device", "memory_per_device_gib",
+                                     "confirmed"})
+            name = r.str_(t, "name", tp, name_like=True)
+            if name and fam and not name.startswith(fam + "."):
+                r.bad(_join(tp, "name"), f"{name!r} does not belong to family {fam!r}")
+            types.append(InstanceType(
+                name=name or "", devices=r.int_(t, "devices", tp),
+                cores_per_device=r.int_(t, "cores_per_device", tp),
+                memory_per_device_gib=r.int_(t, "memory_per_device_gib", tp),
+                confirmed=bool(r.bool_(t, "confirmed", tp, True)),
+            ))
+        out.append(InstanceFamily(family=fam or "", supported=bool(supported),
+                                  accelerator=r.str_(d, "accelerator", p), reason=reason,
+                                  types=tuple(types)))
+    if out and not any(f.supported for f in out):
+        r.bad("instances", "no instance family is marked supported")
+    return tuple(out)
+
+
+def _oses(r: _Reader, data: dict) -> tuple[OSEntry, ...]:
+    out, seen = [], set()
+    for i, d in enumerate(r.tables(data, "os", "", required="os" in data)):
+        p = f"os[{i}]"
+        r.keys(d, p, {"id", "version", "status"}, {"codename", "wheels", "message"})
+        e = OSEntry(id=r.str_(d, "id", p, name_like=True) or "",
+                    version=r.str_(d, "version", p) or "",
+                    status=r.str_(d, "status", p, OS_STATUSES) or "",
+                    codename=r.str_(d, "codename", p), wheels=r.bool_(d, "wheels", p),
+                    message=r.str_(d, "message", p))
+        if e.status in ("end-of-support", "unsupported") and not e.message:
+            r.bad(_join(p, "message"), f"an OS with status {e.status!r} needs a 'message'")
+        if (e.id, e.version) in seen:
+            r.bad(p, f"duplicate OS entry {e.id} {e.version}")
+        seen.add((e.id, e.version))
+        out.append(e)
+    return tuple(out)
+
+
+def _pairs(r: _Reader, data: dict, python: SpecifierSet | None) -> tuple[Pair, ...]:
+    out, seen = [], set()
+    for i, d in enumerate(r.tables(data, "pairs", "", required="pairs" in data)):
+        p = f"pairs[{i}]"
+        r.keys(d, p, {"torch", "torch_neuronx"}, {"python", "note"})
+        torch = r.version(d, "torch", p)
+        nx = r.spec(d, "torch_neuronx", p)
+        if nx is not None and not any(s.operator in ("==", "===", "~=") for s in nx):
+            r.bad(_join(p, "torch_neuronx"),
+                  f"{nx!s} does not pin a family; write e.g. '==2.14.3.0.*'")
+        pair = Pair(torch=torch, torch_neuronx=nx, python=r.spec(d, "python", p),
+                    note=r.str_(d, "note", p))
+        if torch is not None:
+            if torch in seen:
+                r.bad(_join(p, "torch"), f"duplicate pair for torch {torch}")
+            seen.add(torch)
+        out.append(pair)
+    return tuple(out)
+
+
+def _companions(r: _Reader, data: dict) -> tuple[Companion, ...]:
+    out = []
+    for i, d in enumerate(r.tables(data, "companions", "")):
+        p = f"companions[{i}]"
+        r.keys(d, p, {"name"}, {"spec", "purpose"})
+        spec = r.spec(d, "spec", p, allow_empty=True) if "spec" in d else SpecifierSet()
+        out.append(Companion(name=r.str_(d, "name", p, name_like=True) or "",
+                             spec=spec or SpecifierSet(), purpose=r.str_(d, "purpose", p)))
+    return tuple(out)
+
+
+def _indexes(r: _Reader, data: dict) -> tuple[Index, ...]:
+    out, owner = [], {}
+    for i, d in enumerate(r.tables(data, "indexes", "", required="indexes" in data)):
+        p = f"indexes[{i}]"
+        r.keys(d, p, {"name", "url", "packages"}, {"env"})
+        url = r.str_(d, "url", p)
+        if url and not re.match(r"^(https?|file)://", url):
+            r.bad(_join(p, "url"), f"{url!r} is not an http(s):// or file:// URL")
+        name = r.str_(d, "name", p, name_like=True) or ""
+        pkgs = r.strs(d, "packages", p, nonempty="packages" in d)
+        for pkg in pkgs:
+            key = canonicalize_name(pkg)
+            if key in owner:
+                r.bad(_join(p, "packages"),
+                      f"package {pkg!r} is already assigned to index {owner[key]!r}")
+            owner[key] = name
+        out.append(Index(name=name, url=url or "", packages=pkgs, env=r.str_(d, "env", p)))
+    return tuple(out)
+
+
+def _placeholders(r: _Reader, data: dict) -> tuple[Placeholder, ...]:
+    out = []
+    for i, d in enumerate(r.tables(data, "placeholders", "")):
+        p = f"placeholders[{i}]"
+        r.keys(d, p, {"name", "version"}, set())
+        out.append(Placeholder(name=r.str_(d, "name", p, name_like=True) or "",
+                               version=r.version(d, "version", p)))
+    return tuple(out)
+
+
+def _limitations(r: _Reader, data: dict) -> tuple[Limitation, ...]:
+    out = []
+    for i, d in enumerate(r.tables(data, "limitations", "")):
+        p = f"limitations[{i}]"
+        r.keys(d, p, {"id", "summary"}, set())
+        out.append(Limitation(id=r.str_(d, "id", p) or "", summary=r.str_(d, "summary", p) or ""))
+    return tuple(out)
+
+
+def _driver(r: _Reader, data: dict) -> Driver:
+    if "driver" not in data:
+        return Driver()
+    d = r.table(data, "driver", "")
+    r.keys(d, "driver", set(), {"module", "min_version", "pci_vendor", "apt"})
+    apt = []
+    for i, a in enumerate(r.tables(d, "apt", "driver")):
+        p = f"driver.apt[{i}]"
+        r.keys(a, p, {"name"}, {"version", "purpose"})
+        apt.append(AptPackage(name=r.str_(a, "name", p, name_like=True) or "",
+                              version=r.str_(a, "version", p), purpose=r.str_(a, "purpose", p)))
+    return Driver(module=r.str_(d, "module", "driver") or "neuron",
+                  min_version=r.str_(d, "min_version", "driver"),
+                  pci_vendor=r.str_(d, "pci_vendor", "driver"), apt=tuple(apt))
+
+
+def _str_table(r: _Reader, data: dict, key: str) -> tuple[tuple[str, str], ...]:
+    t = r.table(data, key, "", required=False)
+    out = []
+    for k, v in t.items():
+        if not isinstance(v, str) or not v.strip():
+            r.bad(f"{key}.{k}", f"expected a non-empty string, got {v!r}")
+        else:
+            out.append((k, v))
+    return tuple(out)
+
+
+# -- entry points -----------------------------------------------------------------------------
+def parse_text(text: str, source: str = "<string>", bundled: bool = False) -> Matrix:
+    """Parse and validate one document; raise MatrixError with every problem found."""
+    if not text.strip():
+        raise MatrixError([Problem(source, "", "the file is empty; a matrix needs at least "
+                                   "'format', 'release' and the tables described in "
+                                   "matrices/FORMAT.md")])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = _TOML_LINE.search(str(e))
+        raise MatrixError([Problem(source, "", f"not valid TOML: {e}",
+                                   int(m.group(1)) if m else None)]) from None
+    r = _Reader(source, text)
+    matrix = _parse(r, data, source, bundled)
+    if r.problems or matrix is None:
+        raise MatrixError(r.problems)
+    return matrix
+
+
+def load_file(path: Path, bundled: bool = False) -> Matrix:
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise MatrixError([Problem(str(path), "", "is a directory, not a matrix file")]) from None
+    except FileNotFoundError:
+        raise MatrixError([Problem(str(path), "", "no such file")]) from None
+    except OSError as e:
+        raise MatrixError([Problem(str(path), "", f"cannot be read: {e.strerror or e}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MatrixError([Problem(str(path), "", f"is not UTF-8 text ({e.reason} at byte "
+                                   f"{e.start})")]) from None
+    return parse_text(text, str(path), bundled)

@@ -1,0 +1,203 @@
+"""The typed, immutable model of one release's version matrix (no I/O here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+FORMAT_VERSION = 1
+OS_STATUSES = ("supported", "end-of-support", "unsupported")
+RELEASE_STATUSES = ("ga", "beta", "preview", "deprecated")
+BACKEND_KINDS = ("native", "xla")
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    devices: int | None = None
+    cores_per_device: int | None = None
+    memory_per_device_gib: int | None = None
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class InstanceFamily:
+    family: str
+    supported: bool
+    accelerator: str | None = None
+    reason: str | None = None
+    types: tuple[InstanceType, ...] = ()
+
+    def type(self, name: str) -> InstanceType | None:
+        return next((t for t in self.types if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class OSEntry:
+    id: str
+    version: str
+    status: str
+    codename: str | None = None
+    wheels: bool | None = None  # prebuilt wheels available; None = not stated
+    message: str | None = None
+
+    @property
+    def label(self) -> str:
+        name = {"ubuntu": "Ubuntu", "amzn": "Amazon Linux", "rocky": "Rocky Linux"}.get(
+            self.id, self.id
+        )
+        return f"{name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One supported torch-neuronx family and the exact torch release it is built against."""
+
+    torch: Version
+    torch_neuronx: SpecifierSet
+    python: SpecifierSet | None = None  # narrower than the release's Python range, if set
+    note: str | None = None
+
+    @property
+    def torch_minor(self) -> str:
+        return f"{self.torch.major}.{self.torch.minor}"
+
+    @property
+    def torch_requirement(self) -> str:
+        return f"torch=={self.torch}"
+
+    @property
+    def neuronx_requirement(self) -> str:
+        return f"torch-neuronx{self.torch_neuronx}"
+
+    def supports_python(self, version: str) -> bool:
+        return self.python is None or self.python.contains(version, prereleases=True)
+
+
+@dataclass(frozen=True)
+class Companion:
+    name: str
+    spec: SpecifierSet
+    purpose: str | None = None
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}{self.spec}"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    url: str
+    packages: tuple[str, ...]
+    env: str | None = None  # environment variable that overrides the URL
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    name: str
+    version: Version
+
+
+@dataclass(frozen=True)
+class Limitation:
+    id: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class AptPackage:
+    name: str
+    version: str | None = None
+    purpose: str | None = None
+
+
+@dataclass(frozen=True)
+class Driver:
+    module: str = "neuron"
+    min_version: str | None = None
+    pci_vendor: str | None = None
+    apt: tuple[AptPackage, ...] = ()
+
+
+@dataclass(frozen=True)
+class Matrix:
+    release: str
+    date: str | None
+    status: str
+    backend: str
+    summary: str
+    python: SpecifierSet
+    architectures: tuple[str, ...]
+    instances: tuple[InstanceFamily, ...]
+    os: tuple[OSEntry, ...]
+    pairs: tuple[Pair, ...]
+    companions: tuple[Companion, ...]
+    indexes: tuple[Index, ...]
+    placeholders: tuple[Placeholder, ...] = ()
+    limitations: tuple[Limitation, ...] = ()
+    driver: Driver = field(default_factory=Driver)
+    docs: tuple[tuple[str, str], ...] = ()
+    dlami: tuple[tuple[str, str], ...] = ()
+    source: str = "<memory>"
+    bundled: bool = False
+
+    @property
+    def version(self) -> Version:
+        return Version(self.release)
+
+    def family(self, name: str) -> InstanceFamily | None:
+        return next((f for f in self.instances if f.family == name), None)
+
+    def instance_type(self, name: str) -> tuple[InstanceFamily | None, InstanceType | None]:
+        fam = self.family(family_of(name))
+        return fam, fam.type(name) if fam else None
+
+    def os_entry(self, os_id: str, version: str) -> OSEntry | None:
+        return next((o for o in self.os if o.id == os_id and o.version == version), None)
+
+    def index_for(self, package: str) -> Index | None:
+        key = canonicalize_name(package)
+        return next(
+            (i for i in self.indexes if key in {canonicalize_name(p) for p in i.packages}), None
+        )
+
+    def doc(self, key: str) -> str | None:
+        return dict(self.docs).get(key)
+
+    def placeholder(self, name: str, version: str) -> Placeholder | None:
+        key = canonicalize_name(name)
+        try:
+            v = Version(version)
+        except Exception:
+            return None
+        return next(
+            (p for p in self.placeholders if canonicalize_name(p.name) == key and p.version == v),
+            None,
+        )
+
+    def pair_for_neuronx(self, neuronx_version: str) -> Pair | None:
+        return next(
+            (p for p in self.pairs if p.torch_neuronx.contains(neuronx_version, prereleases=True)),
+            None,
+        )
+
+    def pairs_newest_first(self) -> list[Pair]:
+        return sorted(self.pairs, key=lambda p: p.torch, reverse=True)
+
+
+def family_of(instance_type: str) -> str:
+    """`trn2u.48xlarge` -> `trn2u`; the family is the part before the first dot."""
+    return instance_type.split(".", 1)[0].strip().lower()
+
+
+def fmt_spec(spec: SpecifierSet | None) -> str:
+    """A specifier as people write it: lower bounds first (`>=3.12,<3.15`, not `<3.15,>=3.12`)."""
+    if spec is None:
+        return ""
+    order = {">=": 0, ">": 0, "==": 1, "===": 1, "~=": 1, "!=": 2, "<=": 3, "<": 3}
+    return ",".join(str(s) for s in sorted(spec, key=lambda s: (order.get(s.operator, 9),
+                                                                 str(s))))

@@ -1,0 +1,62 @@
+"""Gather every fact doctor judges: the only place the probes are called together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
+from neuron_env.probes.instance import InstanceFacts, probe_instance
+from neuron_env.probes.interpreter import TargetFacts, probe_target
+from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    root: Root
+    instance: InstanceFacts
+    os: OSFacts
+    arch: str | None
+    arch_source: str
+    target: TargetFacts
+    driver: DriverFacts
+    neuron_ls: NeuronLsFacts | None  # None under --root: it would describe the real host
+    aws: object | None = None  # aws.NeuronInfo, with --aws
+
+    def serialize(self) -> dict:
+        t = self.target
+        return {
+            "root": str(self.root.path),
+            "instance": {"type": self.instance.type, "source": self.instance.source,
+                         "assumed": self.instance.assumed, "is_ec2": self.instance.is_ec2,
+                         "instance_id": self.instance.instance_id,
+                         "notes": list(self.instance.notes)},
+            "os": {"id": self.os.id, "version_id": self.os.version_id,
+                   "codename": self.os.codename, "pretty_name": self.os.pretty_name,
+                   "source": self.os.source, "error": self.os.error},
+            "arch": {"machine": self.arch, "source": self.arch_source},
+            "interpreter": {"path": t.path, "chosen_by": t.chosen_by, "version": t.version,
+                            "executable": t.executable, "prefix": t.prefix, "venv": t.venv,
+                            "error": t.error, "manifest": t.manifest_path if t.manifest else None},
+            "packages": {d.name: d.version for d in sorted(t.dists.values(),
+                                                           key=lambda d: d.name.lower())},
+            "driver": {"module_version": self.driver.module_version,
+                       "device_nodes": list(self.driver.device_nodes),
+                       "apt_packages": dict(self.driver.packages)},
+            "neuron_ls": None if self.neuron_ls is None else {
+                "path": self.neuron_ls.path, "error": self.neuron_ls.error,
+                "devices": None if self.neuron_ls.devices is None else len(self.neuron_ls.devices)},
+        }
+
+
+def gather(root: Root, python: str | None, instance_type: str | None,
+           want_neuron_ls: bool = True) -> HostFacts:
+    arch, arch_source = probe_arch(root)
+    return HostFacts(
+        root=root,
+        instance=probe_instance(root, instance_type),
+        os=probe_os(root),
+        arch=arch, arch_source=arch_source,
+        target=probe_target(python),
+        driver=probe_driver(root),
+        neuron_ls=probe_neuron_ls() if want_neuron_ls and not root.explicit else None,
+    )

@@ -1,0 +1,203 @@
+"""Host files under a root (`/` or `--root DIR`): os-release, DMI, architecture, driver, dpkg."""
+
+from __future__ import annotations
+
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_READ = 1 << 20  # no host file we read is anywhere near this; a bigger one is not ours
+
+
+@dataclass(frozen=True)
+class Root:
+    path: Path
+    explicit: bool  # True under --root: nothing is read from the real host
+
+    def file(self, rel: str) -> Path:
+        return self.path / rel
+
+    def read(self, rel: str, limit: int = MAX_READ) -> str | None:
+        try:
+            with open(self.file(rel), "rb") as f:
+                return f.read(limit).decode("utf-8", "replace")
+        except OSError:
+            return None
+
+
+def make_root(path: str | None) -> Root:
+    return Root(Path(path) if path else Path("/"), explicit=bool(path))
+
+
+# -- os-release ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OSFacts:
+    id: str | None = None
+    version_id: str | None = None
+    codename: str | None = None
+    pretty_name: str | None = None
+    id_like: tuple[str, ...] = ()
+    source: str | None = None
+    error: str | None = None
+
+
+def _unquote(raw: str) -> str:
+    v = raw.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+        v = v[1:-1]
+        if raw.strip()[0] == '"':
+            v = re.sub(r'\\([\\$"`])', r"\1", v)
+    elif v[:1] in "\"'":  # unterminated quote: keep what is there
+        v = v[1:]
+    return v.strip()
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, _, v = line.partition("=")
+        k = k.strip()
+        if re.match(r"^[A-Z_][A-Z0-9_]*$", k):
+            out[k] = _unquote(v)
+    return out
+
+
+def probe_os(root: Root) -> OSFacts:
+    for rel in ("etc/os-release", "usr/lib/os-release"):
+        text = root.read(rel)
+        if text is None:
+            continue
+        kv = parse_os_release(text)
+        if not kv.get("ID"):
+            return OSFacts(source=str(root.file(rel)),
+                           error=f"{root.file(rel)} has no ID= line (empty or not os-release)")
+        codename = kv.get("VERSION_CODENAME") or kv.get("UBUNTU_CODENAME")
+        return OSFacts(id=kv["ID"].lower(), version_id=kv.get("VERSION_ID"), codename=codename,
+                       pretty_name=kv.get("PRETTY_NAME"),
+                       id_like=tuple(kv.get("ID_LIKE", "").split()), source=str(root.file(rel)))
+    return OSFacts(error=f"no os-release under {root.path} (looked for etc/os-release and "
+                         "usr/lib/os-release)")
+
+
+# -- architecture -------------------------------------------------------------------------------
+ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i386", 0x28: "arm", 0xF3: "riscv64"}
+
+
+def probe_arch(root: Root) -> tuple[str | None, str]:
+    """(arch, source). Under --root the image's own binaries say it (ELF e_machine)."""
+    if not root.explicit:
+        return platform.machine() or None, "uname"
+    for rel in ("usr/bin/env", "bin/sh", "usr/bin/sh"):
+        try:
+            with open(root.file(rel), "rb") as f:
+                head = f.read(20)
+        except OSError:
+            continue
+        if len(head) == 20 and head[:4] == b"\x7fELF":
+            order = "little" if head[5] == 1 else "big"
+            machine = int.from_bytes(head[18:20], order)
+            return ELF_MACHINES.get(machine, f"elf-machine-{machine:#x}"), f"ELF {rel}"
+    return None, "no ELF binary (usr/bin/env, bin/sh) under the root"
+
+
+# -- DMI ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DMIFacts:
+    sys_vendor: str | None = None
+    product_name: str | None = None
+    board_asset_tag: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.sys_vendor is not None
+
+    @property
+    def is_ec2(self) -> bool | None:
+        if self.sys_vendor is None:
+            return None
+        return self.sys_vendor.strip() == "Amazon EC2"
+
+
+def probe_dmi(root: Root) -> DMIFacts:
+    def rd(name: str) -> str | None:
+        v = root.read(f"sys/devices/virtual/dmi/id/{name}", limit=4096)
+        return v.strip() if v is not None and v.strip() else None
+
+    return DMIFacts(rd("sys_vendor"), rd("product_name"), rd("board_asset_tag"))
+
+
+# -- driver, devices, dpkg ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    core_count: int | None = None
+    arch_type: str | None = None
+    device_name: str | None = None
+    instance_type: str | None = None
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    module_version: str | None = None
+    device_nodes: tuple[str, ...] = ()
+    sysfs_devices: tuple[DeviceInfo, ...] = ()
+    packages: dict[str, str] = field(default_factory=dict)  # installed Neuron apt packages
+    dpkg_present: bool = False
+
+
+def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
+    out = {}
+    for stanza in re.split(r"\n\s*\n", text):
+        fields = {}
+        for line in stanza.splitlines():
+            if line[:1].isspace() or ":" not in line:
+                continue
+            k, _, v = line.partition(":")
+            fields[k.strip()] = v.strip()
+        name = fields.get("Package", "")
+        if name.startswith(prefix) and fields.get("Status", "").endswith(" installed"):
+            out[name] = fields.get("Version", "?")
+    return out
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def probe_driver(root: Root) -> DriverFacts:
+    version = root.read("sys/module/neuron/version", limit=256)
+    try:
+        nodes = sorted((p.name for p in root.file("dev").iterdir()
+                        if re.fullmatch(r"neuron\d+", p.name)), key=lambda n: int(n[6:]))
+    except OSError:
+        nodes = []
+    devices = []
+    base = root.file("sys/devices/virtual/neuron_device")
+    try:
+        names = sorted((p.name for p in base.iterdir() if re.fullmatch(r"neuron\d+", p.name)),
+                       key=lambda n: int(n[6:]))
+    except OSError:
+        names = []
+    for n in names:
+        rel = f"sys/devices/virtual/neuron_device/{n}"
+
+        def rd(sub: str, rel: str = rel) -> str | None:
+            v = root.read(f"{rel}/{sub}", limit=256)
+            return v.strip() or None if v is not None else None
+
+        devices.append(DeviceInfo(n, _int(rd("core_count")), rd("info/architecture/arch_type"),
+                                  rd("info/architecture/device_name"),
+                                  rd("info/architecture/instance_type")))
+    status = root.read("var/lib/dpkg/status", limit=64 << 20)
+    return DriverFacts(
+        module_version=version.strip() or None if version is not None else None,
+        device_nodes=tuple(nodes), sysfs_devices=tuple(devices),
+        packages=parse_dpkg_status(status) if status else {}, dpkg_present=status is not None,
+    )

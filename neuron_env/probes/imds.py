@@ -1,0 +1,97 @@
+"""IMDSv2 (token PUT, then GET), bounded by one deadline; IMDSv1 only where the token is refused."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+DEFAULT_ENDPOINT = "http://169.254.169.254/"
+ENDPOINT_ENV = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
+DISABLED_ENV = "AWS_EC2_METADATA_DISABLED"
+MAX_BODY = 4096
+_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+
+
+@dataclass(frozen=True)
+class IMDSAnswer:
+    value: str | None
+    error: str | None = None
+    version: str | None = None  # "v2" or "v1"
+    elapsed: float = 0.0
+
+
+def disabled() -> bool:
+    return os.environ.get(DISABLED_ENV, "").strip().lower() == "true"
+
+
+def endpoint() -> str:
+    return os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
+
+
+class _Fail(Exception):
+    pass
+
+
+def _request(url: str, method: str, path: str, headers: dict, deadline: float):
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _Fail(f"bad IMDS endpoint {url!r} (from {ENDPOINT_ENV})")
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _Fail("timed out")
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname, parts.port, timeout=left)
+    try:
+        base = parts.path.rstrip("/")
+        conn.request(method, base + path, headers=headers)
+        conn.sock.settimeout(max(0.01, deadline - time.monotonic()))
+        resp = conn.getresponse()
+        body = resp.read(MAX_BODY + 1)
+        return resp.status, body
+    except TimeoutError:
+        raise _Fail("timed out") from None
+    except (OSError, http.client.HTTPException) as e:
+        raise _Fail(f"{type(e).__name__}: {e}") from None
+    finally:
+        conn.close()
+
+
+def query(path: str, budget: float = 1.0, check=_TYPE) -> IMDSAnswer:
+    """GET /latest/meta-data/<path>, all within `budget` seconds."""
+    start = time.monotonic()
+    deadline = start + budget
+    url = endpoint()
+    token, version = None, "v2"
+    try:
+        status, body = _request(url, "PUT", "/latest/api/token",
+                                {"X-aws-ec2-metadata-token-ttl-seconds": "21600"}, deadline)
+        if status == 200 and 0 < len(body) <= 256:
+            token = body.decode("ascii", "replace").strip()
+        elif status in (401, 403, 404, 405):
+            version = "v1"  # IMDSv1-only endpoint (or a proxy that refuses PUT)
+        else:
+            return IMDSAnswer(None, f"token request answered HTTP {status}", "v2",
+                              time.monotonic() - start)
+        headers = {"X-aws-ec2-metadata-token": token} if token else {}
+        status, body = _request(url, "GET", f"/latest/meta-data/{path}", headers, deadline)
+    except _Fail as e:
+        return IMDSAnswer(None, f"IMDS at {url}: {e}", version, time.monotonic() - start)
+    elapsed = time.monotonic() - start
+    if status != 200:
+        return IMDSAnswer(None, f"IMDS {path} answered HTTP {status}", version, elapsed)
+    if len(body) > 256:
+        return IMDSAnswer(None, f"IMDS {path} answer is {'over ' if len(body) > MAX_BODY else ''}"
+                          f"{len(body)} bytes: not an instance {path}", version, elapsed)
+    text = body.decode("utf-8", "replace").strip()
+    if not check.match(text):
+        return IMDSAnswer(None, f"IMDS {path} answer {text[:40]!r} is not valid", version, elapsed)
+    return IMDSAnswer(text, None, version, elapsed)
+
+
+def instance_id(budget: float = 1.0) -> IMDSAnswer:
+    return query("instance-id", budget, _ID)

@@ -1,0 +1,88 @@
+"""The one result model every command renders: Result, Report and the exit-code reduce."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
+
+STATUSES = ("pass", "warn", "fail", "skip", "error")
+CATEGORIES = {
+    "instance": "Instance",
+    "os": "Operating system",
+    "python": "Python environment",
+    "backend": "PyTorch backend",
+    "driver": "Neuron driver and devices",
+    "aws": "AWS",
+    "smoke": "Device smoke test",
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    id: str
+    category: str
+    status: str
+    summary: str
+    observed: Any = None
+    expected: Any = None
+    fix: str | None = None
+    docs: str | None = None
+    details: dict[str, Any] | None = None
+    timed_out: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"bad status {self.status!r}")
+
+    def serialize(self) -> dict[str, Any]:
+        d = {"id": self.id, "category": self.category, "status": self.status,
+             "summary": self.summary, "observed": self.observed, "expected": self.expected,
+             "fix": self.fix, "docs": self.docs}
+        if self.details:
+            d["details"] = self.details
+        if self.timed_out:
+            d["timed_out"] = True
+        return d
+
+
+def counts(results: tuple[Result, ...] | list[Result]) -> dict[str, int]:
+    c = dict.fromkeys(STATUSES, 0)
+    for r in results:
+        c[r.status] += 1
+    return c
+
+
+def exit_code(results: tuple[Result, ...] | list[Result], strict: bool = False) -> int:
+    """error -> 3, a timed-out result -> 4, fail (or warn under --strict) -> 1, else 0."""
+    st = {r.status for r in results}
+    if "error" in st:
+        return EXIT_INTERNAL
+    if any(r.timed_out for r in results):
+        return EXIT_TIMEOUT
+    if "fail" in st or (strict and "warn" in st):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+@dataclass(frozen=True)
+class Report:
+    schema: str
+    tool: dict[str, str]
+    matrix: dict[str, Any] | None
+    target: dict[str, Any]
+    results: tuple[Result, ...]
+    exit_code: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return counts(self.results)
+
+    def serialize(self) -> dict[str, Any]:
+        d = {"schema": self.schema, "tool": self.tool, "matrix": self.matrix,
+             "target": self.target, "results": [r.serialize() for r in self.results],
+             "summary": self.summary, "exit_code": self.exit_code}
+        d.update(self.extra)
+        return d

@@ -1,0 +1,82 @@
+"""The human report: grouped like `flutter doctor`, colour only on a TTY and never with NO_COLOR."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from neuron_env.report.model import CATEGORIES, Report
+
+MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
+COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
+RANK = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
+
+
+def use_colour(stream=None) -> bool:
+    stream = stream or sys.stdout
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _mark(status: str, colour: bool) -> str:
+    m = MARKS[status]
+    if not _can_encode(m):
+        m = {"pass": "+", "fail": "x", "error": "x"}.get(status, m)
+    return f"\033[{COLOURS[status]}m{m}\033[0m" if colour else m
+
+
+def _can_encode(s: str) -> bool:
+    try:
+        s.encode(sys.stdout.encoding or "ascii")
+        return True
+    except (UnicodeEncodeError, LookupError):
+        return False
+
+
+def _fmt(v) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items() if x is not None) or "-"
+    if isinstance(v, list | tuple):
+        return ", ".join(_fmt(x) for x in v) or "-"
+    return "-" if v is None else str(v)
+
+
+def render(report: Report, verbose: bool = False, colour: bool = False,
+           title: str | None = None) -> str:
+    lines = []
+    m = report.matrix or {}
+    if title:
+        lines.append(title)
+    groups: dict[str, list] = {}
+    for r in report.results:
+        groups.setdefault(r.category, []).append(r)
+    for cat, results in groups.items():
+        worst = max(results, key=lambda r: RANK[r.status]).status
+        lines.append(f"[{_mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
+        for r in results:
+            lines.append(f"    {_mark(r.status, colour)} {r.summary}  ({r.id})")
+            if r.status in ("fail", "warn", "error") or verbose:
+                if verbose and r.observed is not None:
+                    lines.append(f"        observed: {_fmt(r.observed)}")
+                if verbose and r.expected is not None:
+                    lines.append(f"        expected: {_fmt(r.expected)}")
+                if r.fix and r.status != "pass":
+                    lines.append(f"        fix: {r.fix}")
+                if r.docs and r.status != "pass":
+                    lines.append(f"        docs: {r.docs}")
+                if verbose and r.details:
+                    for k, v in r.details.items():
+                        if k != "traceback":
+                            lines.append(f"        {k}: {_fmt(v)}")
+                if r.status == "error" and r.details and r.details.get("traceback"):
+                    lines += ["        " + ln for ln in r.details["traceback"].splitlines()]
+    s = report.summary
+    parts = [f"{s[k]} {k}" for k in ("pass", "warn", "fail", "skip", "error") if s[k]]
+    verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
+        report.exit_code, "ERROR")
+    rel = f"Neuron {m.get('release')}" if m else "no matrix"
+    lines.append("")
+    lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} (against {rel}; exit "
+                 f"{report.exit_code})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,87 @@
+"""Shared fixtures. Every test runs with IMDS disabled unless it starts its own, and any attempt
+to reach a non-loopback address fails loudly (tests never touch the network)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _loopback(address) -> bool:
+    if isinstance(address, str | bytes):  # AF_UNIX
+        return True
+    host = address[0]
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _guarded(real):
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            raise AssertionError(f"test tried to reach the network: {address!r}")
+        return real(self, address)
+    return connect
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    monkeypatch.setattr(socket.socket, "connect", _guarded(_real_connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", _guarded(_real_connect_ex))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", raising=False)
+    for var in ("NEURON_ENV_MATRIX", "NEURON_ENV_PYTHON", "VIRTUAL_ENV", "NO_COLOR",
+                "NEURON_ENV_NEURON_INDEX_URL", "NEURON_ENV_PYTORCH_INDEX_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """Environment for running the CLI as a subprocess: IMDS off unless a test sets it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NEURON_ENV_", "AWS_EC2_METADATA")) and k != "VIRTUAL_ENV"}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env.update(extra)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 60,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "neuron_env", *args], capture_output=True,
+                          text=True, env=env or cli_env(), timeout=timeout, cwd=REPO,
+                          input=input)
+
+
+@pytest.fixture(scope="session")
+def base_venv(tmp_path_factory):
+    """A bare venv of this interpreter (3.11); tests copy-free: they add dists to their own."""
+    from tests.helpers.envs import make_venv
+
+    return make_venv(tmp_path_factory.mktemp("venv") / "v")
+
+
+@pytest.fixture
+def venv_factory(tmp_path):
+    """Make real venvs (without pip: fast) for a given interpreter."""
+    from tests.helpers.envs import make_venv, site_packages
+
+    made = []
+
+    def make(python: str = sys.executable, name: str | None = None):
+        py = make_venv(tmp_path / (name or f"venv{len(made)}"), python)
+        made.append(py)
+        return py, site_packages(py)
+
+    return make

@@ -1,0 +1,132 @@
+"""Fixture roots that look like real hosts: Ubuntu/Debian/Amazon Linux, trn1/trn2/trn3, non-EC2."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+OS_RELEASE = {
+    "ubuntu-26.04": """PRETTY_NAME="Ubuntu 26.04 LTS"
+NAME="Ubuntu"
+VERSION_ID="26.04"
+VERSION="26.04 LTS (Resolute Raccoon)"
+VERSION_CODENAME=resolute
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+UBUNTU_CODENAME=resolute
+LOGO=ubuntu-logo
+""",
+    "ubuntu-24.04": """PRETTY_NAME="Ubuntu 24.04.1 LTS"
+NAME="Ubuntu"
+VERSION_ID="24.04"
+VERSION="24.04.1 LTS (Noble Numbat)"
+VERSION_CODENAME=noble
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=noble
+LOGO=ubuntu-logo
+""",
+    "ubuntu-22.04": """PRETTY_NAME="Ubuntu 22.04.5 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.5 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+UBUNTU_CODENAME=jammy
+""",
+    "debian-12": """PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+VERSION_CODENAME=bookworm
+ID=debian
+""",
+    "amzn-2023": """NAME="Amazon Linux"
+VERSION="2023"
+ID="amzn"
+ID_LIKE="fedora"
+VERSION_ID="2023"
+PLATFORM_ID="platform:al2023"
+PRETTY_NAME="Amazon Linux 2023.6.20241010"
+ANSI_COLOR="0;33"
+""",
+}
+
+DPKG_NEURON = {
+    "aws-neuronx-dkms": "2.30.2.0",
+    "aws-neuronx-runtime-lib": "2.34.10.0-0e2a8f4ad",
+    "aws-neuronx-collectives": "2.34.10.0-6a09eac63",
+    "aws-neuronx-tools": "2.32.28.0",
+}
+
+
+def elf_header(machine: int = 0x3E) -> bytes:
+    """The first 20 bytes of a little-endian ELF64 executable for `machine`."""
+    return b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8 + struct.pack("<HH", 2, machine)
+
+
+def dpkg_status(packages: dict[str, str]) -> str:
+    base = {"base-files": "13ubuntu10", "python3": "3.12.3-0ubuntu2"}
+    stanzas = []
+    for name, ver in {**base, **packages}.items():
+        stanzas.append(f"Package: {name}\nStatus: install ok installed\nPriority: optional\n"
+                       f"Architecture: amd64\nVersion: {ver}\nDescription: {name}\n"
+                       " a package\n")
+    return "\n".join(stanzas)
+
+
+def make_root(base: Path, *, os: str | None = "ubuntu-24.04", instance: str | None = None,
+              vendor: str | None = "Amazon EC2", devices: int = 0, driver: str | None = None,
+              packages: dict[str, str] | None = None, arch: int = 0x3E, cores: int = 8,
+              os_release_text: str | None = None) -> Path:
+    """Build a host root. `instance=None` with vendor set writes a DMI without product name."""
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "etc").mkdir(exist_ok=True)
+    if os_release_text is not None:
+        (base / "etc/os-release").write_text(os_release_text)
+    elif os:
+        (base / "usr/lib").mkdir(parents=True, exist_ok=True)
+        (base / "usr/lib/os-release").write_text(OS_RELEASE[os])
+        (base / "etc/os-release").symlink_to("../usr/lib/os-release")
+    (base / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (base / "usr/bin/env").write_bytes(elf_header(arch) + b"\0" * 44)
+    if vendor:
+        dmi = base / "sys/devices/virtual/dmi/id"
+        dmi.mkdir(parents=True)
+        (dmi / "sys_vendor").write_text(vendor + "\n")
+        if instance:
+            (dmi / "product_name").write_text(instance + "\n")
+            (dmi / "board_asset_tag").write_text("i-0123456789abcdef0\n")
+    (base / "dev").mkdir(exist_ok=True)
+    (base / "dev/null").write_text("")
+    for i in range(devices):
+        (base / f"dev/neuron{i}").write_text("")
+        d = base / f"sys/devices/virtual/neuron_device/neuron{i}"
+        (d / "info/architecture").mkdir(parents=True)
+        (d / "core_count").write_text(f"{cores}\n")
+        (d / "info/architecture/arch_type").write_text("NCv3\n")
+        (d / "info/architecture/device_name").write_text("Trainium2\n")
+        if instance:
+            (d / "info/architecture/instance_type").write_text(instance + "\n")
+    if driver:
+        (base / "sys/module/neuron").mkdir(parents=True)
+        (base / "sys/module/neuron/version").write_text(driver + "\n")
+    if packages is not None:
+        (base / "var/lib/dpkg").mkdir(parents=True)
+        (base / "var/lib/dpkg/status").write_text(dpkg_status(packages))
+    return base
+
+
+def trn2_host(base: Path, **kw) -> Path:
+    args = dict(os="ubuntu-26.04", instance="trn2.48xlarge", devices=16, driver="2.30.2.0",
+                packages=dict(DPKG_NEURON))
+    args.update(kw)
+    return make_root(base, **args)

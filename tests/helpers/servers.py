@@ -1,0 +1,80 @@
+"""Real loopback servers for tests: a fake IMDS with its faults."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class IMDS:
+    """IMDSv2 on 127.0.0.1. mode: ok, v1only (401 on token), 404, garbage, huge, hang, slow."""
+
+    def __init__(self, mode: str = "ok", instance_type: str = "trn2.48xlarge",
+                 delay: float = 0.0) -> None:
+        self.mode, self.instance_type, self.delay = mode, instance_type, delay
+        self.requests: list[tuple[str, str, dict]] = []
+        self._stop = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def _send(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)
+
+            def _hang(self) -> None:
+                outer._stop.wait(10)
+
+            def do_PUT(self):
+                outer.requests.append(("PUT", self.path, dict(self.headers)))
+                if outer.mode == "hang":
+                    return self._hang()
+                if outer.mode == "v1only":
+                    return self._send(401, b"")
+                if self.path != "/latest/api/token" or \
+                        "X-aws-ec2-metadata-token-ttl-seconds" not in self.headers:
+                    return self._send(400, b"")
+                self._send(200, b"AQAEAtoken==")
+
+            def do_GET(self):
+                outer.requests.append(("GET", self.path, dict(self.headers)))
+                if outer.delay:
+                    time.sleep(outer.delay)
+                if outer.mode != "v1only" and \
+                        self.headers.get("X-aws-ec2-metadata-token") != "AQAEAtoken==":
+                    return self._send(401, b"")
+                if outer.mode == "404":
+                    return self._send(404, b"<html>404 - Not Found</html>")
+                if outer.mode == "garbage":
+                    return self._send(200, b"\x00\xff<<not an instance type>>")
+                if outer.mode == "huge":
+                    return self._send(200, b"x" * (10 * 1024 * 1024))
+                if self.path == "/latest/meta-data/instance-type":
+                    return self._send(200, outer.instance_type.encode())
+                if self.path == "/latest/meta-data/instance-id":
+                    return self._send(200, b"i-0123456789abcdef0")
+                self._send(404, b"")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def __enter__(self) -> IMDS:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
