@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from neuron_env.errors import UsageError
-from neuron_env.report.model import Result
+from neuron_env.report.model import CATEGORIES, Result
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,11 @@ def all_ids() -> list[str]:
 
 
 def _load() -> None:
-    # import order is report order: instance, os, python, backend, driver
-    from neuron_env.checks import (  # noqa: F401
-        backend,
-        driver,
-        host,
-    )
+    from neuron_env.checks import backend, driver, host  # noqa: F401  (they register)
+
+    # report order is category order (instance, os, python, backend, driver), then definition
+    order = list(CATEGORIES)
+    REGISTRY.sort(key=lambda e: order.index(e[1]) if e[1] in order else len(order))
 
 
 def select(only: list[str], skip: list[str], extra_ids: list[str] = ()) -> list[str]:

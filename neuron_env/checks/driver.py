@@ -10,6 +10,11 @@ APT_FIX = ("sudo apt-get install -y linux-headers-$(uname -r) aws-neuronx-dkms "
            "(from https://apt.repos.neuron.amazonaws.com)")
 
 
+def _image(facts) -> bool:
+    """A mounted image under --root: it has no live /sys, so nothing is loaded or visible."""
+    return facts.root.explicit and not facts.driver.sysfs_present
+
+
 def _not_neuron_host(facts, m) -> str | None:
     """Why device checks cannot apply here, or None."""
     inst = facts.instance
@@ -32,13 +37,14 @@ def driver_module(facts, m, ctx) -> Result:
                       fix="sudo apt-get remove -y aws-neuron-dkms && sudo apt-get install -y "
                           "aws-neuronx-dkms", docs=docs)
     pin = next((a.version for a in m.driver.apt if a.name == "aws-neuronx-dkms"), None)
-    if facts.instance.assumed or facts.root.explicit:
+    image = _image(facts)
+    if facts.instance.assumed or image:
         # A build host or a mounted image: the module cannot be loaded here; judge the package.
-        where = "the image" if facts.root.explicit else "this build host"
+        where = "the image" if image else "this build host"
         if dkms:
             return Result("driver.module", "driver", "pass",
                           f"aws-neuronx-dkms {dkms} installed in {where} (loading not checked: "
-                          f"{'--root' if facts.root.explicit else 'assumed instance type'})",
+                          f"{'mounted image' if image else 'assumed instance type'})",
                           observed=observed, expected=pin)
         if not d.dpkg_present:
             return Result("driver.module", "driver", "skip",
@@ -111,6 +117,9 @@ def driver_devices(facts, m, ctx) -> Result:
         return Result("driver.devices", "driver", "skip",
                       f"instance type assumed ({inst.type}): devices of the target cannot be "
                       "seen from this host")
+    if _image(facts):
+        return Result("driver.devices", "driver", "skip",
+                      f"{facts.root.path} has no sys/: a mounted image shows no devices")
     why = _not_neuron_host(facts, m)
     nodes = len(d.device_nodes)
     if why and nodes == 0:

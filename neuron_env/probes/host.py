@@ -147,6 +147,7 @@ class DriverFacts:
     sysfs_devices: tuple[DeviceInfo, ...] = ()
     packages: dict[str, str] = field(default_factory=dict)  # installed Neuron apt packages
     dpkg_present: bool = False
+    sysfs_present: bool = True  # False for a mounted image: no live /sys to read
 
 
 def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
@@ -200,4 +201,5 @@ def probe_driver(root: Root) -> DriverFacts:
         module_version=version.strip() or None if version is not None else None,
         device_nodes=tuple(nodes), sysfs_devices=tuple(devices),
         packages=parse_dpkg_status(status) if status else {}, dpkg_present=status is not None,
+        sysfs_present=root.file("sys/module").is_dir(),
     )

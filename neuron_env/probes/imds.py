@@ -85,8 +85,9 @@ def query(path: str, budget: float = 1.0, check=_TYPE) -> IMDSAnswer:
     if status != 200:
         return IMDSAnswer(None, f"IMDS {path} answered HTTP {status}", version, elapsed)
     if len(body) > 256:
-        return IMDSAnswer(None, f"IMDS {path} answer is {'over ' if len(body) > MAX_BODY else ''}"
-                          f"{len(body)} bytes: not an instance {path}", version, elapsed)
+        size = f"over {MAX_BODY}" if len(body) > MAX_BODY else str(len(body))
+        return IMDSAnswer(None, f"IMDS {path} answer is {size} bytes: not a valid {path}",
+                          version, elapsed)
     text = body.decode("utf-8", "replace").strip()
     if not check.match(text):
         return IMDSAnswer(None, f"IMDS {path} answer {text[:40]!r} is not valid", version, elapsed)

@@ -86,8 +86,9 @@ def dpkg_status(packages: dict[str, str]) -> str:
 def make_root(base: Path, *, os: str | None = "ubuntu-24.04", instance: str | None = None,
               vendor: str | None = "Amazon EC2", devices: int = 0, driver: str | None = None,
               packages: dict[str, str] | None = None, arch: int = 0x3E, cores: int = 8,
-              os_release_text: str | None = None) -> Path:
-    """Build a host root. `instance=None` with vendor set writes a DMI without product name."""
+              os_release_text: str | None = None, live: bool = True) -> Path:
+    """Build a host root. `instance=None` with vendor set writes a DMI without product name;
+    `live=False` makes a mounted image (no sys/)."""
     base.mkdir(parents=True, exist_ok=True)
     (base / "etc").mkdir(exist_ok=True)
     if os_release_text is not None:
@@ -105,6 +106,8 @@ def make_root(base: Path, *, os: str | None = "ubuntu-24.04", instance: str | No
         if instance:
             (dmi / "product_name").write_text(instance + "\n")
             (dmi / "board_asset_tag").write_text("i-0123456789abcdef0\n")
+    if live:  # a running host's sysfs; a mounted image has none
+        (base / "sys/module").mkdir(parents=True, exist_ok=True)
     (base / "dev").mkdir(exist_ok=True)
     (base / "dev/null").write_text("")
     for i in range(devices):
