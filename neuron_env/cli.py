@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from enum import Enum
 from pathlib import Path
 
@@ -53,6 +52,8 @@ def _fail(err: BaseException, fmt: str, schema: str) -> None:
     if isinstance(err, NeuronEnvError):
         code, payload, text = err.exit_code, err.to_dict(), err.render()
     else:
+        import traceback
+
         code = EXIT_INTERNAL
         tb = traceback.format_exc()
         payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
@@ -175,17 +176,22 @@ def doctor(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
 ) -> None:
     """Check this host (or --root image) and environment against the version matrix."""
-    from neuron_env.commands.doctor import SCHEMA, DoctorOptions, run
-    from neuron_env.report.render import parse_report_specs, render, write_atomic
-    from neuron_env.report.text import use_colour
-
+    schema = "neuron-env.doctor/1"
     try:
+        # start the target probe first: it runs while the rest of neuron-env is imported
+        from neuron_env.probes.interpreter import start_probe
+
+        started = start_probe(python)
+        from neuron_env.commands.doctor import DoctorOptions, run
+        from neuron_env.report.render import parse_report_specs, render, write_atomic
+        from neuron_env.report.text import use_colour
+
         reports = parse_report_specs(report or [])
         rep = run(DoctorOptions(matrix=matrix, python=python, root=root,
                                 instance_type=instance_type, only=_split(only),
                                 skip=_split(skip), strict=strict, aws=aws,
                                 neuron_index_url=neuron_index_url,
-                                pytorch_index_url=pytorch_index_url))
+                                pytorch_index_url=pytorch_index_url), started=started)
         for fmt, path in reports:
             try:
                 write_atomic(path, render(rep, fmt, verbose=verbose))
@@ -195,7 +201,7 @@ def doctor(
                 raise ConfigurationError(f"--report {fmt}:{path}: cannot write: "
                                          f"{e.strerror or e}") from None
     except Exception as e:
-        _fail(e, format.value, SCHEMA)
+        _fail(e, format.value, schema)
     sys.stdout.write(render(rep, format.value, verbose=verbose, colour=use_colour()))
     raise typer.Exit(rep.exit_code)
 

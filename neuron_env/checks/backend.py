@@ -144,7 +144,7 @@ def _manifest_entries(t) -> dict[str, dict]:
     pkgs = (t.manifest or {}).get("packages")
     if not isinstance(pkgs, list):
         return {}
-    from packaging.utils import canonicalize_name
+    from neuron_env.names import canonicalize_name
 
     return {canonicalize_name(str(p.get("name"))): p for p in pkgs
             if isinstance(p, dict) and p.get("name")}
@@ -173,7 +173,7 @@ def backend_origin(facts, m, ctx) -> Result:
 
     allowed = expected_index_urls(m, ctx.index_overrides)
     for d in present:
-        from packaging.utils import canonicalize_name
+        from neuron_env.names import canonicalize_name
 
         entry = recorded.get(canonicalize_name(d.name))
         want = m.index_for(d.name)

@@ -40,7 +40,8 @@ def _check_root(root: str | None) -> None:
                                  hint="pass the mount point of the image (or a fixture root)")
 
 
-def run(opts: DoctorOptions) -> Report:
+def run(opts: DoctorOptions, started=None) -> Report:
+    """`started`: the target probe, already running (see probes.interpreter.start_probe)."""
     t0 = time.monotonic()
     matrix = catalog.select(opts.matrix)
     extra = ["instance.aws"] if opts.aws else []
@@ -48,7 +49,7 @@ def run(opts: DoctorOptions) -> Report:
     _check_root(opts.root)
     root = make_root(opts.root)
     facts = gather(root, opts.python, opts.instance_type,
-                   want_neuron_ls=any(i.startswith("driver.") for i in ids))
+                   want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
     if "instance.aws" in ids:
         from neuron_env.aws_checks import with_aws_facts
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from neuron_env.errors import MatrixError, Problem
@@ -34,6 +33,7 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
 )
+from neuron_env.names import canonicalize_name
 
 if sys.version_info >= (3, 11):
     import tomllib

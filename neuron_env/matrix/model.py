@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from neuron_env.names import canonicalize_name
 
 FORMAT_VERSION = 1
 OS_STATUSES = ("supported", "end-of-support", "unsupported")

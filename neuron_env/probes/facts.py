@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
 from neuron_env.probes.instance import InstanceFacts, probe_instance
-from neuron_env.probes.interpreter import TargetFacts, probe_target
+from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
 
 
@@ -49,14 +49,14 @@ class HostFacts:
 
 
 def gather(root: Root, python: str | None, instance_type: str | None,
-           want_neuron_ls: bool = True) -> HostFacts:
+           want_neuron_ls: bool = True, started=None) -> HostFacts:
+    # the slowest probe (a subprocess in the target) runs while the others read the host
+    target = started or start_probe(python)
     arch, arch_source = probe_arch(root)
-    return HostFacts(
-        root=root,
-        instance=probe_instance(root, instance_type),
-        os=probe_os(root),
-        arch=arch, arch_source=arch_source,
-        target=probe_target(python),
-        driver=probe_driver(root),
-        neuron_ls=probe_neuron_ls() if want_neuron_ls and not root.explicit else None,
-    )
+    instance = probe_instance(root, instance_type)
+    os_facts = probe_os(root)
+    driver = probe_driver(root)
+    neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
+    return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
+                     arch_source=arch_source, target=finish_probe(*target), driver=driver,
+                     neuron_ls=neuron_ls)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import time
@@ -38,6 +37,8 @@ class _Fail(Exception):
 
 
 def _request(url: str, method: str, path: str, headers: dict, deadline: float):
+    import http.client  # only when IMDS is really asked: it pulls ssl (~10 ms)
+
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise _Fail(f"bad IMDS endpoint {url!r} (from {ENDPOINT_ENV})")

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from neuron_env import proc
 from neuron_env.errors import InterpreterError
 from neuron_env.inside import MARKER, script
+from neuron_env.names import canonicalize_name
 
 ENV_VAR = "NEURON_ENV_PYTHON"
 PROBE_TIMEOUT = 30.0
@@ -101,10 +100,19 @@ def _why_unusable(path: str, res: proc.Completed) -> str:
     return f"{path} printed no probe result (is it a Python interpreter?): {res.tail(200)!r}"
 
 
-def probe_target(flag: str | None) -> TargetFacts:
+def start_probe(flag: str | None) -> tuple[str, str, proc.Running]:
+    """Start the probe in the target now; `finish_probe` collects it (doctor overlaps them)."""
     path, by = resolve_target(flag)
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    res = proc.run([path, str(script("probe.py"))], timeout=PROBE_TIMEOUT, env=env)
+    return path, by, proc.spawn([path, str(script("probe.py"))], timeout=PROBE_TIMEOUT, env=env)
+
+
+def probe_target(flag: str | None) -> TargetFacts:
+    return finish_probe(*start_probe(flag))
+
+
+def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
+    res = running.result()
     doc = None
     if res.ok and res.stdout.count(MARKER) >= 2:
         body = res.stdout.rsplit(MARKER, 2)[-2]

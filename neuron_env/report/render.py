@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from neuron_env.errors import UsageError
@@ -39,6 +38,8 @@ def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:
 
 def write_atomic(path: Path, content: str) -> None:
     """Write next to the target and rename, so a reader never sees half a report."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
+from neuron_env.names import canonicalize_name
 from neuron_env.probes.facts import HostFacts
 from neuron_env.probes.host import DeviceInfo, DriverFacts, OSFacts, Root
 from neuron_env.probes.instance import InstanceFacts

@@ -266,3 +266,14 @@ def test_matrix_import_cli(tmp_path):
 def test_version_and_module_entry():
     p = run_cli("--version")
     assert p.returncode == 0 and p.stdout.startswith("neuron-env 0.")
+
+
+def test_mounted_image_judges_packages_not_devices(tmp_path, py312_env):
+    image = roots.trn2_host(tmp_path / "img", live=False, devices=0, driver=None)
+    doc, p = doctor_json("--root", str(image), "--python", py312_env)
+    r = by_id(doc)
+    assert r["driver.module"]["status"] == "pass" and "in the image" in \
+        r["driver.module"]["summary"]
+    assert r["driver.devices"]["status"] == "skip" and "mounted image" in \
+        r["driver.devices"]["summary"]
+    assert p.returncode == 0

@@ -258,3 +258,23 @@ def test_neuron_ls_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr("neuron_env.probes.neuron_ls.FALLBACK", str(tmp_path / "none"))
     assert "not found" in probe_neuron_ls().error
+
+
+def test_probe_scanner_agrees_with_importlib_metadata(venv_factory):
+    """The probe reads dist-info by hand for speed; it must see what importlib.metadata sees."""
+    import json as _json
+    import subprocess
+
+    py, site = venv_factory()
+    add_dist(site, "torch", "2.13.0+cpu")
+    add_dist(site, "Foo.Bar_baz", "1.2.3")
+    egg = site / "legacy.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy\nVersion: 0.9\n\nbody\n")
+    code = ("import json, importlib.metadata as m\nprint(json.dumps(sorted((d.metadata['Name'], "
+            "d.version) for d in m.distributions())))")
+    want = _json.loads(subprocess.run([str(py), "-c", code], capture_output=True, text=True,
+                                      check=True, timeout=30).stdout)
+    t = probe_target(str(py))
+    got = sorted((d.name, d.version) for d in t.dists.values())
+    assert got == sorted(map(tuple, want))
