@@ -235,3 +235,25 @@ def backend_tools(facts, m, ctx) -> Result:
     return Result("backend.tools", "backend", "pass",
                   ", ".join(f"{k} {v}" for k, v in found.items()), observed=found,
                   expected=expected)
+
+
+@check("backend.emulator", "backend")
+def backend_emulator(facts, m, ctx) -> Result:
+    """The emulated backend is for rehearsal: say so loudly wherever it is installed."""
+    if (r := _unusable("backend.emulator", facts)) is not None:
+        return r
+    emu = facts.target.dist("neuron-emulator")
+    if emu is None:
+        return Result("backend.emulator", "backend", "pass", "no emulated backend installed")
+    real = facts.target.dist("torch-neuronx")
+    if real is not None and not m.placeholder(real.name, real.version):
+        return Result("backend.emulator", "backend", "warn",
+                      f"EMULATED backend neuron-emulator {emu.version} installed beside "
+                      f"torch-neuronx {real.version}: it steps aside for the real one, but "
+                      "remove it from production images", observed=emu.version,
+                      fix=f"{shlex.quote(facts.target.path)} -m pip uninstall -y "
+                          "neuron-emulator")
+    return Result("backend.emulator", "backend", "warn",
+                  f"EMULATED neuron device (neuron-emulator {emu.version}): results come from "
+                  "CPU emulation, not Trainium hardware", observed=emu.version,
+                  details={"emulated": True})

@@ -136,13 +136,13 @@ def test_junit_and_reports_in_one_run(tmp_path, py312_env):
     assert p.returncode == 1
     suite = ET.fromstring(p.stdout).find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert len(cases) == 11 and suite.get("failures") == "1"
+    assert len(cases) == 12 and suite.get("failures") == "1"
     assert cases["instance.type"].find("failure").get("message").startswith("trn1.32xlarge")
     assert cases["os.release"].find("failure") is None
     doc = json.loads(j.read_text())
     jsonschema.validate(doc, DOCTOR_SCHEMA)
     assert doc["exit_code"] == 1
-    assert ET.parse(x).getroot().find("testsuite").get("tests") == "11"
+    assert ET.parse(x).getroot().find("testsuite").get("tests") == "12"
 
 
 def test_strict_only_skip(tmp_path, py312_env):
@@ -277,3 +277,14 @@ def test_mounted_image_judges_packages_not_devices(tmp_path, py312_env):
     assert r["driver.devices"]["status"] == "skip" and "mounted image" in \
         r["driver.devices"]["summary"]
     assert p.returncode == 0
+
+
+def test_doctor_on_a_real_torch_venv_with_the_emulator(tmp_path, torch_python):
+    root = roots.trn2_host(tmp_path / "r")
+    doc, _ = doctor_json("--root", str(root), "--python", torch_python)
+    r = by_id(doc)
+    assert doc["target"]["packages"]["torch"].startswith("2.13.0")
+    assert r["backend.torch"]["status"] == "pass"
+    assert r["backend.emulator"]["status"] == "warn"
+    assert r["backend.emulator"]["summary"].startswith("EMULATED neuron device")
+    assert r["backend.pairing"]["status"] == "fail"  # no real torch-neuronx: never hidden

@@ -27,6 +27,7 @@ def test_healthy_trn2_host_passes_everything():
     assert exit_code(list(res.values())) == 0
     assert list(res) == ["instance.type", "os.release", "os.arch", "python.version",
                          "backend.torch", "backend.pairing", "backend.origin", "backend.tools",
+                         "backend.emulator",
                          "driver.module", "driver.packages", "driver.devices"]
 
 
@@ -257,3 +258,12 @@ def test_exit_code_reduce():
     assert exit_code([ok, warn]) == 0 and exit_code([ok, warn], strict=True) == 1
     assert exit_code([ok, fail]) == 1 and exit_code([fail, to]) == 4
     assert exit_code([to, err]) == 3
+
+
+def test_emulator_is_labelled():
+    r = run(host(tgt=target(dict(GOOD, **{"neuron-emulator": "0.1.0"}))),
+            only=["backend.emulator"])["backend.emulator"]
+    assert r.status == "warn" and "steps aside" in r.summary
+    pk = {"torch": "2.13.0", "neuron-emulator": "0.1.0"}
+    r = run(host(tgt=target(pk)), only=["backend.emulator"])["backend.emulator"]
+    assert r.status == "warn" and r.summary.startswith("EMULATED") and r.details["emulated"]

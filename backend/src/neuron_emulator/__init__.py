@@ -1,0 +1,57 @@
+"""neuron-emulator: an EMULATED `neuron` device for PyTorch, backed by CPU memory.
+
+It registers PyTorch's PrivateUse1 backend under the name `neuron`, the way AWS's torch-neuronx
+(TorchNeuron, Neuron 2.33+) does, so code written for `.to("neuron")`, `torch.accelerator` and
+`torch.neuron` runs on any machine. Every result it gives is computed on the CPU: it proves that
+code *runs* on a `neuron` device, not how Trainium performs. It says so: `EMULATED` is True,
+`torch.neuron.is_emulated()` returns True.
+
+Loaded by PyTorch's device-backend autoload on `import torch` (TORCH_DEVICE_BACKEND_AUTOLOAD=0
+turns that off; then `import neuron_emulator`). If another PrivateUse1 backend is registered
+first (the real torch-neuronx, say), it leaves that one alone and says so.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+EMULATED = True
+
+from neuron_emulator._fallback import (  # noqa: E402
+    NATIVE_OPS,
+    NeuronFallbackWarning,
+    clear_fallback_ops,
+    get_executed_ops,
+    get_fallback_ops,
+)
+from neuron_emulator._register import (  # noqa: E402
+    NeuronEmulatorWarning,
+    is_emulated,
+    is_loaded,
+    load,
+    status,
+)
+
+
+def _autoload() -> None:
+    """Entry point for PyTorch's `torch.backends` autoload: never raises into `import torch`."""
+    load(from_autoload=True)
+
+
+# Importing the module loads the backend too (the TORCH_DEVICE_BACKEND_AUTOLOAD=0 path); a
+# refusal here is a warning, as under autoload. Call load() to get an ImportError instead.
+load(from_autoload=True)
+
+
+__all__ = [
+    "EMULATED",
+    "NATIVE_OPS",
+    "NeuronEmulatorWarning",
+    "NeuronFallbackWarning",
+    "clear_fallback_ops",
+    "get_executed_ops",
+    "get_fallback_ops",
+    "is_emulated",
+    "is_loaded",
+    "load",
+    "status",
+]

@@ -1,0 +1,69 @@
+"""Fault injection for testing tools that test devices (neuron-env's smoke test).
+
+NEURON_EMULATOR_FAULT holds comma-separated faults; none is active by default:
+  hang     matmul ops (mm, bmm, addmm, baddbmm, mv) never return
+  perturb  matmul results are off by about 1e-2 relative: a wrong-results device
+  noisy    the backend prints to stdout on load and on each matmul
+  crash    the process dies with SIGSEGV while the backend loads (autoload)
+NEURON_EMULATOR_MEMORY_GIB sets the emulated device memory (default 96, a Trainium2's):
+allocating beyond it raises an out-of-memory error instead of exhausting the host.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import torch
+
+MATMULS = {"mm", "bmm", "addmm", "baddbmm", "mv", "addmv"}
+_active = frozenset(f.strip() for f in os.environ.get("NEURON_EMULATOR_FAULT", "").split(",")
+                    if f.strip())
+MEMORY_BYTES = int(float(os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "96")) * (1 << 30))
+
+
+def active(name: str) -> bool:
+    return name in _active
+
+
+def on_load() -> None:
+    if "crash" in _active:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if "noisy" in _active:
+        print("neuron-emulator: hello from a noisy backend")
+        sys.stdout.flush()
+
+
+def before(func) -> None:
+    if not _active:
+        return
+    name = func.overloadpacket.__name__
+    if name in MATMULS:
+        if "noisy" in _active:
+            print(f"neuron-emulator: running {name}")
+        if "hang" in _active:
+            while True:
+                time.sleep(3600)
+
+
+def after(func, out):
+    if "perturb" in _active and func.overloadpacket.__name__ in MATMULS and \
+            isinstance(out, torch.Tensor) and out.is_floating_point():
+        g = torch.Generator().manual_seed(1234)
+        noise = torch.randn(out.shape, generator=g, dtype=torch.float32).to(out.dtype)
+        return out + noise * (out.abs().mean() * 1e-2 + 1e-3)
+    return out
+
+
+def check_allocation(shape, dtype) -> None:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    size = n * torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
+    if size > MEMORY_BYTES:
+        raise RuntimeError(
+            f"neuron (emulated): out of device memory: tried to allocate {size / (1 << 30):.1f} "
+            f"GiB, the device has {MEMORY_BYTES / (1 << 30):.0f} GiB "
+            "(NEURON_EMULATOR_MEMORY_GIB)")

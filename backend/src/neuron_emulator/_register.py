@@ -1,0 +1,116 @@
+"""Register the emulated backend: the `neuron` rename, device module, hooks, kernels."""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+
+_lock = threading.RLock()
+_state = {"loaded": False, "loading": False, "reason": "not loaded yet"}
+_libs: list = []  # torch.library.Library objects must stay alive
+SUPPORTED_TORCH = ((2, 13), (2, 14))
+
+
+class NeuronEmulatorWarning(UserWarning):
+    """The emulator did not load (another backend present, unsupported torch)."""
+
+
+def is_loaded() -> bool:
+    return _state["loaded"]
+
+
+def status() -> dict:
+    """What the emulator did: {"loaded": bool, "reason": str, "torch": version}."""
+    import torch
+
+    return {"loaded": _state["loaded"], "reason": _state["reason"], "torch": torch.__version__}
+
+
+def is_emulated() -> bool:
+    return True
+
+
+def _refuse(reason: str, from_autoload: bool) -> None:
+    _state["reason"] = reason
+    if from_autoload:
+        warnings.warn(f"neuron-emulator not loaded: {reason}", NeuronEmulatorWarning,
+                      stacklevel=3)
+    else:
+        raise ImportError(f"neuron-emulator cannot load: {reason}")
+
+
+def load(from_autoload: bool = False) -> bool:
+    """Register the emulated `neuron` device; True when it is (now) registered."""
+    with _lock:
+        if _state["loaded"]:
+            return True
+        if _state["loading"]:
+            # `import neuron_emulator` before torch: loading imports torch, whose autoload
+            # calls back in here; the outer call finishes the job
+            return False
+        _state["loading"] = True
+        try:
+            return _load(from_autoload)
+        except ImportError:
+            raise
+        except Exception as e:  # autoload must never break `import torch`
+            _refuse(f"{type(e).__name__}: {e}", from_autoload)
+            return False
+        finally:
+            _state["loading"] = False
+
+
+def _load(from_autoload: bool) -> bool:
+    import torch
+
+    from neuron_emulator import _faults
+
+    ver = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if ver not in SUPPORTED_TORCH:
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_TORCH)
+        _refuse(f"torch {torch.__version__} is not supported (it relies on private PrivateUse1 "
+                f"APIs tested on torch {supported})", from_autoload)
+        return False
+    current = torch._C._get_privateuse1_backend_name()
+    if current != "privateuseone":
+        _refuse(f"another PrivateUse1 backend is registered ('{current}'"
+                + (", the real torch-neuronx?" if current == "neuron" else "")
+                + "); leaving it alone", from_autoload)
+        return False
+    _faults.on_load()
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    from neuron_emulator import _autocast, _device_module
+
+    _setup_privateuseone_for_python_backend("neuron", _device_module.NeuronModule())
+    from neuron_emulator import _tensor  # needs the "neuron" device name to exist
+
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(_tensor.factory, "PrivateUse1")
+    aten_lib = torch.library.Library("aten", "IMPL")
+    aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
+    _libs.extend([lib, aten_lib])
+    _autocast.register(_libs)
+    _patch_accelerator_synchronize(torch)
+    _state.update(loaded=True, reason="loaded")
+    return True
+
+
+def _patch_accelerator_synchronize(torch) -> None:
+    """A Python backend cannot give torch.accelerator a synchronize hook; everything here is
+    synchronous anyway, so for `neuron` it is a no-op."""
+    original = torch.accelerator.synchronize
+
+    def synchronize(device=None):
+        acc = torch.accelerator.current_accelerator()
+        if acc is not None and acc.type == "neuron":
+            return None
+        return original(device)
+
+    synchronize.__doc__ = original.__doc__
+    torch.accelerator.synchronize = synchronize
+
+
+def autoload_disabled() -> bool:
+    return os.getenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "1"

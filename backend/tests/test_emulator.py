@@ -1,0 +1,87 @@
+"""The emulated backend against the real torch 2.13.0 CPU build in a real venv."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.integration
+
+import ast  # noqa: E402
+
+NAMES = [n.name for n in ast.parse((HERE / "scenarios.py").read_text()).body
+         if isinstance(n, ast.FunctionDef) and any(
+             isinstance(d, ast.Name) and d.id == "scenario" for d in n.decorator_list)]
+
+
+def run_py(python: str, code: str, env: dict | None = None, timeout: float = 180):
+    import os
+
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([python, "-W", "ignore::UserWarning:torch", "-c", code],
+                          capture_output=True, text=True, timeout=timeout, env=e)
+
+
+@pytest.fixture(scope="session")
+def scenario_results(torch_python):
+    p = subprocess.run([torch_python, str(HERE / "scenarios.py")], capture_output=True,
+                       text=True, timeout=600)
+    assert "@@SCENARIOS@@" in p.stdout, p.stderr[-3000:]
+    return json.loads(p.stdout.split("@@SCENARIOS@@")[1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scenario(scenario_results, name):
+    r = scenario_results[name]
+    assert r["ok"], r["error"]
+
+
+def test_autoload_can_be_turned_off(torch_python):
+    code = ("import torch, sys\nassert not hasattr(torch, 'neuron') or print('loaded')\n"
+            "import neuron_emulator\nassert neuron_emulator.is_loaded()\n"
+            "print(torch.randn(2, device='neuron').device)")
+    p = run_py(torch_python, code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert p.returncode == 0 and p.stdout.strip() == "neuron:0", p.stderr[-2000:]
+
+
+def test_another_privateuse1_backend_is_left_alone(torch_python):
+    code = ("import torch, warnings\n"
+            "torch.utils.rename_privateuse1_backend('neuron')  # as the real torch-neuronx\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    import neuron_emulator\n"
+            "    assert neuron_emulator.load(from_autoload=True) is False\n"
+            "print(w[0].category.__name__, '|', w[0].message)\n"
+            "try:\n    neuron_emulator.load()\nexcept ImportError as e:\n    print('ERR', e)\n")
+    p = run_py(torch_python, code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "NeuronEmulatorWarning | neuron-emulator not loaded: another PrivateUse1 backend" \
+        in p.stdout
+    assert "the real torch-neuronx?" in p.stdout and "ERR neuron-emulator cannot load" in p.stdout
+
+
+def test_unsupported_torch_is_refused_clearly(torch_python):
+    code = ("import torch\ntorch.__version__ = '2.99.0'\n"
+            "import neuron_emulator._register as r\n"
+            "try:\n    r.load()\nexcept ImportError as e:\n    print(e)\n")
+    p = run_py(torch_python, code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert "torch 2.99.0 is not supported" in p.stdout, p.stderr[-2000:]
+
+
+def test_a_failing_load_never_breaks_import_torch(torch_python):
+    # the crash fault kills the process on purpose; a plain failure must only warn
+    code = ("import torch\nimport neuron_emulator\nprint(neuron_emulator.is_loaded())")
+    p = run_py(torch_python, code, {"NEURON_EMULATOR_FAULT": "crash"})
+    assert p.returncode != 0  # SIGSEGV while loading: the fault a smoke test must survive
+    p = run_py(torch_python, code)
+    assert p.returncode == 0 and p.stdout.strip() == "True"
+
+
+def test_importing_the_emulator_before_torch(torch_python):
+    code = "import neuron_emulator, torch\nprint(torch.zeros(1, device='neuron').device)"
+    p = run_py(torch_python, code, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "neuron:0", p.stderr[-2000:]

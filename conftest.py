@@ -1,0 +1,45 @@
+"""Fixtures shared by tests/ and backend/tests/: ONE real target venv with torch 2.13.0 (the
+CPU wheel this machine's pip configuration finds on disk) and the emulated backend."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent
+TORCH = "torch==2.13.0"
+CACHE = Path(os.environ.get("NEURON_ENV_TEST_CACHE", Path.home() / ".cache" / "neuron-env-tests"))
+
+
+def _torch_venv() -> Path:
+    """Build (or reuse) a venv with torch; only torch is cached, never our own code."""
+    tag = f"{TORCH.replace('==', '-')}-py{sys.version_info[0]}{sys.version_info[1]}"
+    venv = CACHE / tag
+    py = venv / "bin" / "python"
+    ok = py.exists() and subprocess.run(
+        [str(py), "-c", "import importlib.metadata as m; assert m.version('torch')"],
+        capture_output=True, timeout=60).returncode == 0
+    if not ok:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True,
+                       timeout=300)
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", TORCH], capture_output=True,
+                           text=True, timeout=1800)
+        if r.returncode != 0:
+            pytest.skip(f"cannot install {TORCH} into a test venv: {r.stderr[-500:]}")
+    return py
+
+
+@pytest.fixture(scope="session")
+def torch_python(tmp_path_factory) -> str:
+    """The interpreter of a venv holding torch 2.13.0 and the freshly built emulator wheel."""
+    from neuron_env import emulator_wheel
+
+    py = _torch_venv()
+    whl = emulator_wheel.build(tmp_path_factory.mktemp("emulator-wheel"))
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                    str(whl)], check=True, timeout=300, capture_output=True)
+    return str(py)
