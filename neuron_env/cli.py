@@ -169,6 +169,9 @@ def doctor(
     report: list[str] = typer.Option(None, "--report", help="Also write FORMAT:PATH "
                                      "(repeatable), e.g. junit:/tmp/doctor.xml."),
     aws: bool = typer.Option(False, "--aws", help="Compare with EC2 DescribeInstanceTypes."),
+    smoke: bool = typer.Option(False, "--smoke", help="Also run the device smoke test "
+                               "(smoke.device)."),
+    smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", help="Its hard limit (s)."),
     neuron_index_url: str = typer.Option(None, "--neuron-index-url",
                                          envvar="NEURON_ENV_NEURON_INDEX_URL"),
     pytorch_index_url: str = typer.Option(None, "--pytorch-index-url",
@@ -189,7 +192,8 @@ def doctor(
         reports = parse_report_specs(report or [])
         rep = run(DoctorOptions(matrix=matrix, python=python, root=root,
                                 instance_type=instance_type, only=_split(only),
-                                skip=_split(skip), strict=strict, aws=aws,
+                                skip=_split(skip), strict=strict, aws=aws, smoke=smoke,
+                                smoke_timeout=smoke_timeout,
                                 neuron_index_url=neuron_index_url,
                                 pytorch_index_url=pytorch_index_url), started=started)
         for fmt, path in reports:
@@ -203,6 +207,39 @@ def doctor(
     except Exception as e:
         _fail(e, format.value, schema)
     sys.stdout.write(render(rep, format.value, verbose=verbose, colour=use_colour()))
+    raise typer.Exit(rep.exit_code)
+
+
+# -- smoke ----------------------------------------------------------------------------------
+@app.command()
+def smoke(
+    python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
+    device: str = typer.Option("neuron", "--device", help="neuron, cpu or cuda."),
+    size: int = typer.Option(1024, "--size", help="Matmul size N (N x N)."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16."),
+    rtol: float = typer.Option(None, "--rtol", help="Override the dtype's relative tolerance."),
+    atol: float = typer.Option(None, "--atol", help="Override the dtype's absolute tolerance."),
+    iterations: int = typer.Option(10, "--iterations", help="Steady-state iterations."),
+    backward: bool = typer.Option(False, "--backward", help="Also an MLP training step."),
+    compile: bool = typer.Option(False, "--compile", help="Also the MLP under torch.compile."),
+    no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Hard limit for the whole run (s)."),
+    format: Fmt = typer.Option(Fmt.text, "--format"),
+) -> None:
+    """Compute on the device: matmul vs CPU, first call vs steady state, CPU-fallback ops."""
+    from neuron_env.commands.smoke import SCHEMA
+    from neuron_env.commands.smoke import smoke as run_smoke
+    from neuron_env.report.render import render
+    from neuron_env.report.text import use_colour
+    from neuron_env.smoke.runner import SmokeOptions
+
+    try:
+        rep = run_smoke(python, SmokeOptions(
+            device=device, size=size, dtype=dtype, rtol=rtol, atol=atol, iterations=iterations,
+            backward=backward, compile=compile, no_fallback=no_fallback, timeout=timeout))
+    except Exception as e:
+        _fail(e, format.value, SCHEMA)
+    sys.stdout.write(render(rep, format.value, colour=use_colour()))
     raise typer.Exit(rep.exit_code)
 
 

@@ -26,6 +26,8 @@ class DoctorOptions:
     skip: list[str] = field(default_factory=list)
     strict: bool = False
     aws: bool = False
+    smoke: bool = False
+    smoke_timeout: float = 300.0
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
 
@@ -44,7 +46,7 @@ def run(opts: DoctorOptions, started=None) -> Report:
     """`started`: the target probe, already running (see probes.interpreter.start_probe)."""
     t0 = time.monotonic()
     matrix = catalog.select(opts.matrix)
-    extra = ["instance.aws"] if opts.aws else []
+    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
     ids = checks.select(opts.only, opts.skip, extra)
     _check_root(opts.root)
     root = make_root(opts.root)
@@ -63,6 +65,8 @@ def run(opts: DoctorOptions, started=None) -> Report:
         from neuron_env.aws_checks import instance_aws
 
         results.append(instance_aws(facts, matrix, ctx))
+    if "smoke.device" in ids:
+        results.append(_smoke(facts, opts))
     code = exit_code(results, opts.strict)
     return Report(
         schema=SCHEMA, tool=TOOL,
@@ -70,3 +74,18 @@ def run(opts: DoctorOptions, started=None) -> Report:
         target=facts.serialize(), results=tuple(results), exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
     )
+
+
+def _smoke(facts, opts: DoctorOptions):
+    from neuron_env.commands.smoke import device_check
+    from neuron_env.report.model import Result
+    from neuron_env.smoke.runner import SmokeOptions
+
+    if not facts.target.usable:
+        return Result("smoke.device", "smoke", "skip",
+                      "target interpreter unusable (see python.version)")
+    if facts.instance.assumed:
+        return Result("smoke.device", "smoke", "skip",
+                      f"instance type assumed ({facts.instance.type}): no target device here")
+    return device_check(facts.target.path, SmokeOptions(size=256, iterations=5,
+                                                        timeout=opts.smoke_timeout))

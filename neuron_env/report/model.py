@@ -8,6 +8,7 @@ from typing import Any
 from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
 
 STATUSES = ("pass", "warn", "fail", "skip", "error")
+RANK_ORDER = ("skip", "pass", "warn", "fail", "error")  # least to most severe
 CATEGORIES = {
     "instance": "Instance",
     "os": "Operating system",

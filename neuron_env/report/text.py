@@ -75,8 +75,9 @@ def render(report: Report, verbose: bool = False, colour: bool = False,
     parts = [f"{s[k]} {k}" for k in ("pass", "warn", "fail", "skip", "error") if s[k]]
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
         report.exit_code, "ERROR")
-    rel = f"Neuron {m.get('release')}" if m else "no matrix"
+    against = f"against Neuron {m.get('release')}; " if m else ""
+    emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") else ""
     lines.append("")
-    lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} (against {rel}; exit "
-                 f"{report.exit_code})")
+    lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
+                 f"{report.exit_code}){emulated}")
     return "\n".join(lines) + "\n"

@@ -49,7 +49,11 @@ def base_name(packet: str) -> str:
 
 
 def is_native(packet: str) -> bool:
+    from neuron_emulator import _faults
+
     b = base_name(packet)
+    if b in _faults.MATMULS and _faults.active("fallback"):
+        return False
     return b == "_foreach_" or b in NATIVE_OPS
 
 

@@ -5,6 +5,7 @@ NEURON_EMULATOR_FAULT holds comma-separated faults; none is active by default:
   perturb  matmul results are off by about 1e-2 relative: a wrong-results device
   noisy    the backend prints to stdout on load and on each matmul
   crash    the process dies with SIGSEGV while the backend loads (autoload)
+  fallback matmul ops count as CPU fallbacks (to test fallback reporting)
 NEURON_EMULATOR_MEMORY_GIB sets the emulated device memory (default 96, a Trainium2's):
 allocating beyond it raises an out-of-memory error instead of exhausting the host.
 """

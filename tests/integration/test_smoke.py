@@ -1,0 +1,114 @@
+"""`neuron-env smoke` end to end on a real torch 2.13.0 venv with the emulated backend."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import jsonschema
+import pytest
+
+from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers import roots
+
+pytestmark = pytest.mark.integration
+SCHEMA = json.loads((REPO / "neuron_env/schemas/smoke.schema.json").read_text())
+
+
+def smoke_json(torch_python, *args, fault=None, timeout=240):
+    env = cli_env(NEURON_EMULATOR_FAULT=fault) if fault else cli_env()
+    p = run_cli("smoke", "--python", torch_python, "--format", "json", *args, env=env,
+                timeout=timeout)
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["exit_code"] == p.returncode, p.stderr
+    return doc, {r["id"]: r for r in doc["results"]}
+
+
+def test_smoke_on_the_emulated_device(torch_python):
+    doc, r = smoke_json(torch_python, "--size", "128", "--iterations", "5", "--backward")
+    assert doc["exit_code"] == 0 and doc["emulated"] is True
+    assert list(r) == ["smoke.import", "smoke.device", "smoke.matmul", "smoke.backward",
+                       "smoke.fallback"]
+    assert all(x["summary"].startswith("[EMULATED] ") for x in r.values())
+    m = r["smoke.matmul"]["details"]
+    assert m["size"] == 128 and m["iterations"] == 5 and m["mismatched"] == 0
+    assert m["first_call_s"] > 0 and m["median_s"] > 0 and m["tflops"] > 0
+    assert m["rtol"] == 1e-4 and m["atol"] == 1e-4
+    assert doc["target"]["backend"]["emulated"] is True
+    text = run_cli("smoke", "--python", torch_python, "--size", "64").stdout
+    assert "EMULATED device, not Trainium" in text
+
+
+def test_smoke_cpu_is_not_labelled_emulated_and_compile_runs(torch_python):
+    doc, r = smoke_json(torch_python, "--device", "cpu", "--size", "64", "--compile",
+                        "--dtype", "bfloat16", "--rtol", "0.05")
+    assert doc["emulated"] is False and not r["smoke.matmul"]["summary"].startswith("[EMU")
+    assert r["smoke.matmul"]["details"]["rtol"] == 0.05
+    assert r["smoke.compile"]["status"] == "pass"
+    assert r["smoke.compile"]["details"]["backend"] == "aot_eager"
+    assert r["smoke.fallback"]["status"] == "skip"
+
+
+def test_perturbed_matmul_fails_with_error_figures(torch_python):
+    doc, r = smoke_json(torch_python, "--size", "128", fault="perturb")
+    m = r["smoke.matmul"]
+    assert doc["exit_code"] == 1 and m["status"] == "fail" and "MISMATCH" in m["summary"]
+    assert m["details"]["mismatched"] > 0 and m["observed"]["max_abs_error"] > 1e-3
+
+
+def test_hanging_device_times_out_with_exit_4_and_no_orphan(torch_python):
+    t0 = time.monotonic()
+    doc, r = smoke_json(torch_python, "--size", "64", "--timeout", "10", fault="hang")
+    assert time.monotonic() - t0 < 30
+    assert doc["exit_code"] == 4
+    res = r["smoke.matmul"]
+    assert res["timed_out"] is True and "during the matmul step" in res["summary"]
+    left = subprocess.run(["pgrep", "-f", "inside/smoke.py"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "the smoke process group survived its timeout"
+
+
+def test_noisy_backend_crash_and_missing_torch(torch_python, venv_factory):
+    doc, r = smoke_json(torch_python, "--size", "64", fault="noisy")
+    assert doc["exit_code"] == 0  # stdout noise does not confuse the result
+    doc, r = smoke_json(torch_python, "--size", "64", fault="crash")
+    only = next(iter(r.values()))
+    assert doc["exit_code"] == 1 and "crashed (signal 11)" in only["summary"]
+    py, _ = venv_factory()
+    doc, r = smoke_json(str(py))
+    assert r["smoke.import"]["status"] == "fail" and "No module named 'torch'" in \
+        r["smoke.import"]["summary"]
+
+
+def test_out_of_memory_and_fallback_reporting(torch_python):
+    doc, r = smoke_json(torch_python, "--size", "400000")
+    assert r["smoke.matmul"]["status"] == "fail" and "out of memory" in \
+        r["smoke.matmul"]["summary"]
+    doc, r = smoke_json(torch_python, "--size", "32", fault="fallback")
+    f = r["smoke.fallback"]
+    assert f["status"] == "warn" and "aten::mm" in f["details"]["ops"] and doc["exit_code"] == 0
+    assert any("NeuronFallbackWarning" in w["warning"] for w in doc["target"]["warnings"])
+    doc, r = smoke_json(torch_python, "--size", "32", "--no-fallback", fault="fallback")
+    assert r["smoke.fallback"]["status"] == "fail" and doc["exit_code"] == 1
+
+
+def test_bad_smoke_flags_exit_2(torch_python):
+    for args in (["--device", "tpu"], ["--dtype", "float64"], ["--size", "0"]):
+        p = run_cli("smoke", "--python", torch_python, *args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr
+    p = run_cli("smoke", "--python", "/nope/python", "--format", "json")
+    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "interpreter"
+
+
+def test_doctor_smoke_adds_smoke_device(tmp_path, torch_python):
+    root = roots.trn2_host(tmp_path / "r")
+    p = run_cli("doctor", "--root", str(root), "--python", torch_python, "--smoke",
+                "--only", "smoke", "--format", "json", timeout=240)
+    doc = json.loads(p.stdout)
+    (res,) = doc["results"]
+    assert res["id"] == "smoke.device" and res["status"] == "pass", res
+    assert res["details"]["emulated"] is True and res["summary"].startswith("[EMULATED]")
+    p = run_cli("doctor", "--root", str(root), "--python", torch_python, "--smoke",
+                "--only", "smoke", "--instance-type", "trn2.48xlarge", "--format", "json")
+    assert json.loads(p.stdout)["results"][0]["status"] == "skip"
