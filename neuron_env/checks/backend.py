@@ -7,7 +7,9 @@ import shlex
 from packaging.version import InvalidVersion, Version
 
 from neuron_env.checks import check
+from neuron_env.install_manifest import expected_index_urls
 from neuron_env.matrix.model import fmt_spec
+from neuron_env.names import canonicalize_name
 from neuron_env.report.model import Result
 
 NEURON_PACKAGES = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-distributed",
@@ -144,8 +146,6 @@ def _manifest_entries(t) -> dict[str, dict]:
     pkgs = (t.manifest or {}).get("packages")
     if not isinstance(pkgs, list):
         return {}
-    from neuron_env.names import canonicalize_name
-
     return {canonicalize_name(str(p.get("name"))): p for p in pkgs
             if isinstance(p, dict) and p.get("name")}
 
@@ -169,12 +169,8 @@ def backend_origin(facts, m, ctx) -> Result:
             problems.append(f"{d.name} {d.version} is the PLACEHOLDER from the public index "
                             "('WRONG PACKAGE'), installed because the Neuron index was not used")
     recorded = _manifest_entries(t)
-    from neuron_env.install_manifest import expected_index_urls  # small, pure
-
     allowed = expected_index_urls(m, ctx.index_overrides)
     for d in present:
-        from neuron_env.names import canonicalize_name
-
         entry = recorded.get(canonicalize_name(d.name))
         want = m.index_for(d.name)
         if entry and want:
