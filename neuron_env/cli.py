@@ -210,6 +210,67 @@ def doctor(
     raise typer.Exit(rep.exit_code)
 
 
+# -- install --------------------------------------------------------------------------------
+@app.command()
+def install(
+    matrix: str = typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX",
+                               help="A bundled release (2.33) or a TOML file."),
+    python: str = typer.Option(None, "--python", help="Interpreter of the environment to "
+                               "install into (or to create --venv with)."),
+    root: str = typer.Option(None, "--root", help="Read host files (OS) under DIR."),
+    torch: str = typer.Option(None, "--torch", help="The torch pair: 2.14 or 2.13 (default: "
+                              "the newest for the target's Python)."),
+    backend: str = typer.Option("neuron", "--backend", help="neuron (torch-neuronx) or "
+                                "emulated (the CPU-emulated device shipped with neuron-env)."),
+    venv: str = typer.Option(None, "--venv", help="Install into this venv; created (with "
+                             "--python) when it does not exist."),
+    installer: str = typer.Option(None, "--installer", help="pip or uv (default: uv where "
+                                  "installed, else pip). Resolution always uses pip --report."),
+    find_links: list[str] = typer.Option(None, "--find-links", help="A wheelhouse directory "
+                                         "(repeatable)."),
+    offline: bool = typer.Option(False, "--offline", help="No index: only --find-links."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
+    force: bool = typer.Option(False, "--force", help="Install even where the matrix says the "
+                               "Python/OS/architecture is unsupported (said loudly)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Never prompt."),
+    format: Fmt = typer.Option(Fmt.text, "--format"),
+    neuron_index_url: str = typer.Option(None, "--neuron-index-url", help="Mirror of the "
+                                         "Neuron index (else $NEURON_ENV_NEURON_INDEX_URL)."),
+    pytorch_index_url: str = typer.Option(None, "--pytorch-index-url", help="Mirror of the "
+                                          "PyTorch CPU index (else "
+                                          "$NEURON_ENV_PYTORCH_INDEX_URL)."),
+    timeout: float = typer.Option(1800.0, "--timeout", help="Limit per installer step (s)."),
+    lock_timeout: float = typer.Option(900.0, "--lock-timeout", help="How long to wait for "
+                                       "another install into the same environment (s)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Install the matching backend into a target environment, from the right indexes."""
+    from neuron_env.commands.install import SCHEMA, InstallOptions, render_text
+    from neuron_env.commands.install import run as run_install
+    from neuron_env.report.render import render
+    from neuron_env.report.text import use_colour
+
+    try:
+        rep = run_install(InstallOptions(
+            matrix=matrix, python=python, root=root, torch=torch, backend=backend, venv=venv,
+            installer=installer, find_links=tuple(find_links or ()), offline=offline,
+            dry_run=dry_run, force=force, yes=yes, neuron_index_url=neuron_index_url,
+            pytorch_index_url=pytorch_index_url, timeout=timeout, lock_timeout=lock_timeout,
+            quiet=quiet))
+    except KeyboardInterrupt:
+        sys.stderr.write("neuron-env: install interrupted; nothing more was changed (an "
+                         "install already under way is marked incomplete: re-run to repair)\n")
+        raise typer.Exit(130) from None
+    except Exception as e:
+        _fail(e, format.value, SCHEMA)
+    if format == Fmt.json:
+        sys.stdout.write(render(rep, "json"))
+    else:
+        sys.stdout.write(render_text(rep, verbose=verbose, colour=use_colour()))
+    raise typer.Exit(rep.exit_code)
+
+
 # -- smoke ----------------------------------------------------------------------------------
 @app.command()
 def smoke(

@@ -29,3 +29,28 @@ def expected_index_urls(m, overrides: dict[str, str] | None = None) -> dict[str,
         out[idx.name] = [idx.url] + ([overrides[idx.name]] if overrides and
                                      overrides.get(idx.name) else [])
     return out
+
+
+def path_for(prefix: str) -> str:
+    return os.path.join(prefix, RELATIVE_PATH)
+
+
+def write(prefix: str, doc: dict) -> str:
+    """Atomically (rename) write the manifest; returns its path."""
+    import json
+    import tempfile
+
+    path = path_for(prefix)
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".manifest-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

@@ -176,7 +176,13 @@ def backend_origin(facts, m, ctx) -> Result:
         if entry and want:
             src = str(entry.get("index_url") or entry.get("url") or "")
             ok = {_norm(u) for u in allowed.get(want.name, [want.url])}
-            if src and not any(_norm(src).startswith(u) for u in ok):
+            if entry.get("index") == want.name or entry.get("origin") == "wheelhouse":
+                # neuron-env checked the URL against this index (or the chosen wheelhouse)
+                # before installing; a mirror's URL is then fine
+                if src and not any(_norm(src).startswith(u) for u in ok):
+                    notes.append(f"{d.name} came from {src} (a mirror or wheelhouse of the "
+                                 f"{want.name} index, checked at install)")
+            elif src and not any(_norm(src).startswith(u) for u in ok):
                 problems.append(f"{d.name} {d.version} came from {src}; the matrix requires "
                                 f"the {want.name} index ({want.url})")
             if entry.get("version") and str(entry["version"]) != d.version:
@@ -185,9 +191,16 @@ def backend_origin(facts, m, ctx) -> Result:
         elif d.direct_url and want:
             notes.append(f"{d.name} was installed from {d.direct_url.get('url', 'a URL')}")
     observed = {d.name: d.version for d in present}
+    status = (t.manifest or {}).get("status")
+    if t.manifest and status != "complete":
+        problems.insert(0, f"the last neuron-env install into this environment did not finish "
+                           f"(manifest status {status!r}: "
+                           f"{(t.manifest or {}).get('error') or 'no reason recorded'})")
     if t.manifest_error:
         notes.append(t.manifest_error)
-    fix = (f"pip uninstall -y {' '.join(d.name for d in neuron)} && " + install_cmd(ctx, facts)
+    only_unfinished = len(problems) == 1 and "did not finish" in problems[0]
+    fix = (install_cmd(ctx, facts) + " (re-running repairs it)" if only_unfinished else
+           f"pip uninstall -y {' '.join(d.name for d in neuron)} && " + install_cmd(ctx, facts)
            if problems else None)
     if problems:
         return Result("backend.origin", "backend", "fail", problems[0]
@@ -199,12 +212,13 @@ def backend_origin(facts, m, ctx) -> Result:
     how = ("recorded by neuron-env's install manifest" if recorded else
            "no install manifest (not installed by neuron-env): origin beyond placeholder "
            "detection not recorded")
-    if notes:
+    mirror_only = notes and all("checked at install" in n for n in notes)
+    if notes and not mirror_only:
         return Result("backend.origin", "backend", "warn",
                       f"no placeholder packages; {notes[0]}", observed=observed,
                       details={"notes": notes}, fix=install_cmd(ctx, facts))
     return Result("backend.origin", "backend", "pass", f"no placeholder packages; {how}",
-                  observed=observed)
+                  observed=observed, details={"notes": notes} if notes else None)
 
 
 @check("backend.tools", "backend")

@@ -13,6 +13,7 @@ CATEGORIES = {
     "instance": "Instance",
     "os": "Operating system",
     "python": "Python environment",
+    "install": "Install",
     "backend": "PyTorch backend",
     "driver": "Neuron driver and devices",
     "aws": "AWS",

@@ -144,12 +144,27 @@ def test_wrong_package_marker_even_with_a_plausible_version():
     assert res["backend.origin"].status == "fail"
 
 
-def _manifest(url_neuron="https://pip.repos.neuron.amazonaws.com/simple/", version=None):
-    return {"schema": "neuron-env.manifest/1", "packages": [
+def _manifest(url_neuron="https://pip.repos.neuron.amazonaws.com/simple/", version=None,
+              status="complete", index=None):
+    return {"schema": "neuron-env.manifest/1", "status": status, "packages": [
         {"name": "torch", "version": "2.14.0+cpu",
          "index_url": "https://download.pytorch.org/whl/cpu"},
         {"name": "torch-neuronx", "version": version or GOOD["torch-neuronx"],
-         "index_url": url_neuron}]}
+         "index_url": url_neuron, "index": index}]}
+
+
+def test_origin_unfinished_install_fails_with_rerun_fix():
+    m = dict(_manifest(status="incomplete"), error="interrupted (Ctrl-C or SIGTERM)")
+    r = run(host(tgt=target(manifest=m)), only=["backend.origin"])["backend.origin"]
+    assert r.status == "fail" and "did not finish" in r.summary and "interrupted" in r.summary
+    assert r.fix.startswith("neuron-env install") and "uninstall" not in r.fix
+
+
+def test_origin_trusts_the_index_recorded_at_install_for_a_mirror():
+    mirror = "https://artifactory.example.com/api/pypi/neuron/simple"
+    r = run(host(tgt=target(manifest=_manifest(mirror, index="neuron"))),
+            only=["backend.origin"])["backend.origin"]
+    assert r.status == "pass" and "checked at install" in r.details["notes"][0]
 
 
 def test_origin_from_install_manifest():

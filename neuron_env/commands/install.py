@@ -1,0 +1,250 @@
+"""`neuron-env install`: probe -> plan (pure) -> [dry run | execute] -> Report."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from neuron_env.commands import TOOL
+from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
+from neuron_env.install import installers
+from neuron_env.install.plan import Inputs, make_plan
+from neuron_env.install.steps import Progress
+from neuron_env.matrix import catalog
+from neuron_env.probes.host import make_root
+from neuron_env.report.model import Report, Result, exit_code
+
+SCHEMA = "neuron-env.install/1"
+INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    matrix: str | None = None
+    python: str | None = None
+    root: str | None = None
+    torch: str | None = None
+    backend: str = "neuron"
+    venv: str | None = None
+    installer: str | None = None
+    find_links: tuple[str, ...] = ()
+    offline: bool = False
+    dry_run: bool = False
+    force: bool = False
+    yes: bool = False
+    neuron_index_url: str | None = None
+    pytorch_index_url: str | None = None
+    timeout: float = 1800.0
+    lock_timeout: float = 900.0
+    quiet: bool = False
+
+
+def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
+    flags = {"neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}
+    out = {}
+    for idx in m.indexes:
+        if flags.get(idx.name):
+            out[idx.name] = (flags[idx.name].rstrip("/"), INDEX_FLAGS.get(idx.name, "flag"))
+        elif idx.env and os.environ.get(idx.env):
+            out[idx.name] = (os.environ[idx.env].rstrip("/"), idx.env)
+    return out
+
+
+def _find_links(opts: InstallOptions) -> tuple[str, ...]:
+    out = []
+    for d in opts.find_links:
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            raise UsageError(f"--find-links {d}: no such directory",
+                             hint="pass a directory of wheels (a wheelhouse)")
+        out.append(str(p.resolve()))
+    if opts.offline and not out:
+        raise UsageError("--offline needs --find-links DIR (a wheelhouse to install from)",
+                         hint="pip download the plan's wheels into DIR on a connected host")
+    return tuple(out)
+
+
+def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
+    """(python, venv to create). With --venv: DIR's python, or the base python to make it."""
+    from neuron_env.install import venv
+    from neuron_env.probes.interpreter import resolve_target
+
+    if not opts.venv:
+        return resolve_target(opts.python)[0], None
+    d = Path(opts.venv).expanduser().absolute()
+    py = venv.existing(d)
+    if py:
+        return py, None
+    return resolve_target(opts.python)[0], str(d)
+
+
+def _confirm(plan_text: str, opts: InstallOptions) -> None:
+    if opts.yes or opts.dry_run or not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return
+    sys.stderr.write(plan_text + "Proceed? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError("install cancelled at the prompt", hint="--yes skips the prompt")
+
+
+def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
+    from neuron_env import emulator_wheel
+    from neuron_env.install.execute import ExecOptions, execute
+    from neuron_env.probes.facts import gather
+
+    t0 = time.monotonic()
+    progress = progress or Progress(quiet=opts.quiet)
+    if opts.torch is not None and not opts.torch.strip():
+        raise UsageError("--torch is empty", hint="use --torch 2.14 or --torch 2.13")
+    matrix = catalog.select(opts.matrix)
+    if opts.root is not None and not Path(opts.root).is_dir():
+        raise ConfigurationError(f"--root {opts.root}: no such directory",
+                                 hint="pass the mount point of the image (or a fixture root)")
+    find_links = _find_links(opts)
+    python, create = _target(opts, progress)
+    facts = gather(make_root(opts.root), python, None, want_neuron_ls=False)
+    t = facts.target
+    if not t.usable:
+        raise InterpreterError(f"cannot install into {python}: {t.error}",
+                               hint="pass --python with a Python 3.12-3.14 interpreter")
+    prefix = create or t.prefix
+    inputs = Inputs(python=python if not create else str(Path(create) / "bin" / "python"),
+                    python_version=t.version, prefix=prefix, os_id=facts.os.id,
+                    os_version=facts.os.version_id, arch=facts.arch,
+                    installed={} if create else {k: d.version for k, d in t.dists.items()},
+                    torch=opts.torch, backend=opts.backend, force=opts.force,
+                    overrides=_overrides(matrix, opts), find_links=find_links,
+                    offline=opts.offline)
+    plan = make_plan(matrix, inputs)
+    inst = installers.choose(opts.installer, inputs.python, True) if opts.dry_run else None
+    results = [_plan_result(plan, create)]
+    extra = {"dry_run": opts.dry_run, "plan": plan.serialize(), "venv_created": None,
+             "status": "planned", "packages": [], "steps": [], "log": None, "manifest": None}
+    if opts.dry_run:
+        extra["installer"] = inst.serialize() if inst else None
+        extra["commands"] = _commands(plan, inst, create)
+        return _report(matrix, facts, results, extra, t0)
+    _confirm(plan_text(plan, create), opts)
+    if create:
+        from neuron_env.install import venv
+
+        progress.say(f"Creating the venv {create} with {python}")
+        python = venv.create(Path(create), python)
+        extra["venv_created"] = create
+        facts = replace(facts, target=gather(make_root(opts.root), python, None,
+                                             want_neuron_ls=False).target)
+    out = execute(plan, matrix, facts,
+                  ExecOptions(installer=opts.installer, timeout=opts.timeout,
+                              lock_timeout=opts.lock_timeout, python_flag=opts.python
+                              or python, matrix_flag=opts.matrix),
+                  progress, bundled_builder=emulator_wheel.build)
+    results += out.results
+    extra.update(status=out.status, packages=out.packages, log=out.log,
+                 manifest=out.manifest, steps=[s.serialize() for s in out.steps])
+    return _report(matrix, out.facts or facts, results, extra, t0)
+
+
+def _report(matrix, facts, results, extra, t0) -> Report:
+    extra["elapsed_s"] = round(time.monotonic() - t0, 3)
+    extra["emulated"] = extra["plan"]["backend"] == "emulated"
+    return Report(schema=SCHEMA, tool=TOOL,
+                  matrix={"release": matrix.release, "source": matrix.source,
+                          "bundled": matrix.bundled},
+                  target=facts.serialize(), results=tuple(results),
+                  exit_code=exit_code(results), extra=extra)
+
+
+def _plan_result(plan, create) -> Result:
+    reqs = ", ".join(r.spec for r in plan.requirements)
+    where = f"new venv {create}" if create else plan.prefix
+    if plan.forced:
+        return Result("install.plan", "install", "warn",
+                      f"FORCED (--force, unsupported): {plan.forced[0]}"
+                      + (f" (+{len(plan.forced) - 1} more)" if len(plan.forced) > 1 else ""),
+                      observed=reqs, details={"forced": list(plan.forced),
+                                              "warnings": list(plan.warnings)})
+    if plan.warnings:
+        return Result("install.plan", "install", "warn",
+                      f"{plan.backend} backend, torch {plan.pair.torch} into {where}; "
+                      f"{plan.warnings[0]}", observed=reqs,
+                      details={"warnings": list(plan.warnings)})
+    return Result("install.plan", "install", "pass",
+                  f"{plan.backend} backend, torch {plan.pair.torch} into {where}: {reqs}",
+                  observed=reqs)
+
+
+def _commands(plan, inst, create) -> list[str]:
+    """What a run would execute, for people reading --dry-run."""
+    q = shlex.join
+    cmds = []
+    if create:
+        cmds.append(q([plan.python.rsplit("/bin/", 1)[0], "(created with -m venv)"]))
+    by_index: dict[str, list[str]] = {}
+    for r in plan.requirements:
+        if r.index and r.source == "index":
+            by_index.setdefault(r.index, []).append(r.spec)
+    for name, reqs in by_index.items():
+        src = installers.sources(plan.index(name).url, [], plan.find_links, plan.offline)
+        cmds.append(q(installers.resolve_cmd(inst, "REPORT.json", reqs, src, True)))
+    src = installers.sources(None, [i.url for i in plan.indexes], plan.find_links, plan.offline)
+    cmds.append(q(installers.resolve_cmd(inst, "REPORT.json", ["<pinned by URL>", "..."], src,
+                                         False)))
+    cmds.append(q(installers.install_cmd(inst, plan.python, "LOCK.txt", True)))
+    cmds.append(q(installers.check_cmd(inst)))
+    return cmds
+
+
+def plan_text(plan, create=None) -> str:
+    lines = [f"Install plan (Neuron {plan.release}, {plan.backend} backend):",
+             f"  environment: {create + ' (new venv)' if create else plan.prefix}",
+             f"  python:      {plan.python} ({plan.python_version})",
+             f"  pair:        torch {plan.pair.torch} + torch-neuronx"
+             f"{plan.pair.torch_neuronx}" if plan.backend == "neuron" else
+             f"  torch:       {plan.pair.torch} + the EMULATED neuron backend (rehearsal only)"]
+    for r in plan.requirements:
+        src = f"from {r.index} ({plan.index(r.index).url})" if r.index else (
+            "bundled with neuron-env" if r.source == "bundled" else "any index")
+        lines.append(f"    {r.spec:<28} {src}")
+    for d in plan.find_links:
+        lines.append(f"  wheelhouse:  {d}" + (" (offline: no index)" if plan.offline else ""))
+    for f in plan.forced:
+        lines.append(f"  FORCED:      {f}")
+    for w in plan.warnings:
+        lines.append(f"  warning:     {w}")
+    return "\n".join(lines) + "\n"
+
+
+def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
+    from neuron_env.install.plan import Plan  # noqa: F401  (type only)
+    from neuron_env.report import text
+
+    x = rep.extra
+    p = x["plan"]
+    head = [f"Install plan (Neuron {p['release']}, {p['backend']} backend, plan {p['key']}):",
+            f"  python: {p['python']['path']} ({p['python']['version']}), prefix "
+            f"{p['python']['prefix']}"]
+    for r in p["requirements"]:
+        src = (f"from the {r['index']} index" if r["index"] else
+               "bundled with neuron-env" if r["source"] == "bundled" else "any index")
+        head.append(f"    {r['requirement']:<28} {src}")
+    for i in p["indexes"]:
+        over = f" (from {i['overridden_by']})" if i["overridden_by"] else ""
+        head.append(f"  index {i['name']}: {i['url']}{over}")
+    for f in p["forced"]:
+        head.append(f"  !! FORCED: {f}")
+    if x.get("dry_run"):
+        head.append("  dry run: nothing was changed. A run would execute:")
+        head += [f"    {c}" for c in x.get("commands") or []]
+    for pk in x.get("packages") or []:
+        if pk.get("origin") not in ("present",):
+            head.append(f"  + {pk['name']} {pk['version']}  ({pk.get('origin')}"
+                        f"{': ' + pk['index_url'] if pk.get('index_url') else ''})")
+    if x.get("log"):
+        head.append(f"  log: {x['log']}")
+    if x.get("manifest"):
+        head.append(f"  manifest: {x['manifest']}")
+    return "\n".join(head) + "\n\n" + text.render(rep, verbose=verbose, colour=colour)

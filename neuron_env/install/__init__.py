@@ -1,0 +1,1 @@
+"""`neuron-env install`: a pure plan, then execution (resolve, provenance, install, verify)."""

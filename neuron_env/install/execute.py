@@ -1,0 +1,396 @@
+"""Carry out a plan: lock, no-op fast path, resolve (per index, then all), provenance, install
+from a hash-pinned lock, verify in the target, record the install manifest."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import signal
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as Req
+from packaging.specifiers import SpecifierSet
+
+from neuron_env import __version__, checks, install_manifest
+from neuron_env.errors import ConfigurationError, ResolutionError
+from neuron_env.install import installers, provenance
+from neuron_env.install.installers import Installer
+from neuron_env.install.lock import EnvLock
+from neuron_env.install.plan import EMULATOR, Plan
+from neuron_env.install.report_parse import InstallError, Item, parse
+from neuron_env.install.steps import Log, Progress, StepResult, installer_env, run_step
+from neuron_env.matrix.model import Matrix
+from neuron_env.names import canonicalize_name
+from neuron_env.probes.interpreter import TargetFacts, probe_target
+from neuron_env.report.model import Result
+
+MAX_ROUNDS = 4
+VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",
+                            "backend.tools", "backend.emulator"],
+                 "emulated": ["backend.torch", "backend.origin", "backend.emulator"]}
+
+
+@dataclass
+class Outcome:
+    status: str  # unchanged | installed | failed | refused
+    results: list[Result] = field(default_factory=list)
+    packages: list[dict] = field(default_factory=list)
+    steps: list[StepResult] = field(default_factory=list)
+    log: str | None = None
+    manifest: str | None = None
+    facts: object | None = None
+
+
+@dataclass(frozen=True)
+class ExecOptions:
+    installer: str | None = None
+    timeout: float = 1800.0
+    lock_timeout: float = 900.0
+    python_flag: str | None = None
+    matrix_flag: str | None = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def state_dir(prefix: str) -> str:
+    """`<prefix>/.neuron-env`, created; a read-only environment is refused here, untouched."""
+    d = os.path.join(prefix, ".neuron-env")
+    try:
+        os.makedirs(os.path.join(d, "logs"), exist_ok=True)
+        probe = os.path.join(d, ".write-test")
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+    except OSError as e:
+        raise ConfigurationError(
+            f"the environment {prefix} is not writable ({e.strerror or e})",
+            hint="install into a writable environment: --venv DIR, or run as its owner") from None
+    return d
+
+
+# -- the no-op fast path -------------------------------------------------------------------
+def up_to_date(plan: Plan, t: TargetFacts) -> str | None:
+    """Why nothing needs doing, or None. Reads only the target's facts: no network."""
+    man = t.manifest or {}
+    if man.get("status") != "complete" or (man.get("plan") or {}).get("key") != plan.key:
+        return None
+    for p in man.get("packages") or []:
+        d = t.dist(str(p.get("name")))
+        if d is None or d.version != str(p.get("version")):
+            return None
+    for r in plan.requirements:
+        d = t.dist(r.name)
+        if d is None:
+            return None
+        if r.source == "index" and not Req(r.spec).specifier.contains(d.version, True):
+            return None
+    return f"already installed by neuron-env {man.get('tool', {}).get('version', '?')} " \
+           f"at {man.get('created', '?')} (plan {plan.key})"
+
+
+# -- resolution -----------------------------------------------------------------------------
+class Resolver:
+    def __init__(self, plan: Plan, m: Matrix, inst: Installer, log: Log, progress: Progress,
+                 timeout: float, work: str, steps: list[StepResult]) -> None:
+        self.plan, self.m, self.inst, self.log = plan, m, inst, log
+        self.progress, self.timeout, self.work, self.steps = progress, timeout, work, steps
+        self.n = 0
+
+    def _dry_run(self, name: str, reqs: list[str], src: list[str], no_deps: bool,
+                 activity: str) -> list[Item]:
+        self.n += 1
+        report = os.path.join(self.work, f"report-{self.n}.json")
+        argv = installers.resolve_cmd(self.inst, report, reqs, src, no_deps)
+        res = run_step(name, argv, timeout=self.timeout, env=installer_env(), log=self.log,
+                       progress=self.progress, activity=activity)
+        self.steps.append(res)
+        if res.returncode != 0:
+            what, fix = installers.diagnose(res.output)
+            raise ResolutionError(f"resolving {', '.join(reqs)} failed: {what}",
+                                  hint=f"{fix} (installer output: {self.log.path})")
+        with open(report, encoding="utf-8") as f:
+            return parse(f.read())
+
+    def pin(self, index: str, reqs: list[str]) -> list[Item]:
+        """Resolve governed requirements from their own index ONLY (no dependencies)."""
+        use = self.plan.index(index)
+        src = installers.sources(use.url, [], self.plan.find_links, self.plan.offline)
+        items = self._dry_run(f"resolve from {index}", reqs, src, True,
+                              f"Resolving {' '.join(reqs)} from the {index} index ({use.url})")
+        for it in items:
+            got, _ = provenance.origin_of(it, self.plan, self.m)
+            if got not in (index, "wheelhouse"):
+                raise InstallError(f"{it.name} {it.version} resolved from {it.url}, outside "
+                                   f"the {index} index ({use.url})",
+                                   hint="check pip's configuration (pip config list) for "
+                                        "find-links or indexes that add other sources")
+        return items
+
+    def resolve(self, bundled: dict[str, str]) -> list[Item]:
+        plan, m = self.plan, self.m
+        pins: dict[str, Item] = {}
+        by_index: dict[str, list[str]] = {}
+        for r in plan.requirements:
+            if r.index and r.source == "index":
+                by_index.setdefault(r.index, []).append(r.spec)
+        for index, reqs in by_index.items():
+            for it in self.pin(index, reqs):
+                pins[it.key] = it
+        loose = [r.spec for r in plan.requirements if not r.index and r.source == "index"]
+        for _ in range(MAX_ROUNDS):
+            reqs = [it.lock_line().split(" --hash")[0] for it in pins.values()]
+            reqs += [spec for r in plan.requirements if r.index and r.source == "index"
+                     if canonicalize_name(r.name) not in pins for spec in [r.spec]]
+            reqs += loose + [f"{n} @ {Path(p).as_uri()}" for n, p in bundled.items()]
+            extra = [i.url for i in plan.indexes]
+            src = installers.sources(None, extra, plan.find_links, plan.offline)
+            items = self._dry_run("resolve all", reqs, src, False,
+                                  "Resolving dependencies (public index for non-Neuron "
+                                  "packages)")
+            foreign = provenance.foreign_governed(items, plan, m)
+            foreign = [f for f in foreign if f.key not in pins
+                       and not m.placeholder(f.name, f.version)]
+            if not foreign:
+                break
+            for f in foreign:  # a Neuron package pulled in as a dependency: pin it at home
+                want = m.index_for(f.name)
+                spec = _spec_from_dependents(f.key, items)
+                for it in self.pin(want.name, [f"{f.name}{spec}"]):
+                    pins[it.key] = it
+        else:
+            raise InstallError("resolution did not settle after pinning Neuron dependencies",
+                               hint=f"see {self.log.path}")
+        problems = provenance.problems(items, plan, m)
+        if problems:
+            raise ProvenanceError(problems)
+        return items
+
+
+class ProvenanceError(InstallError):
+    code = "provenance"
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1
+                                        else ""),
+                         hint="nothing was installed. Point the Neuron index (or mirror) at a "
+                              "source that holds the real packages: --neuron-index-url / "
+                              "NEURON_ENV_NEURON_INDEX_URL")
+
+
+def _spec_from_dependents(key: str, items: list[Item]) -> str:
+    spec = SpecifierSet()
+    for it in items:
+        for r in it.requires:
+            try:
+                req = Req(r)
+            except InvalidRequirement:
+                continue
+            if canonicalize_name(req.name) == key and (req.marker is None
+                                                        or "extra" not in str(req.marker)):
+                spec &= req.specifier
+    return str(spec)
+
+
+# -- the whole run ------------------------------------------------------------------------------
+def _sigterm_as_interrupt():
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    with contextlib.suppress(ValueError):  # not the main thread
+        return signal.signal(signal.SIGTERM, handler)
+    return None
+
+
+def execute(plan: Plan, m: Matrix, facts, opts: ExecOptions, progress: Progress,
+            bundled_builder=None) -> Outcome:
+    """facts: HostFacts from before the run (host + target). Returns the outcome; raises
+    NeuronEnvError subclasses for refusals and failures that leave the environment unchanged."""
+    prefix = plan.prefix
+    sdir = state_dir(prefix)
+    old_term = _sigterm_as_interrupt()
+    try:
+        with EnvLock(sdir, opts.lock_timeout, progress.say):
+            return _locked(plan, m, facts, opts, progress, sdir, bundled_builder)
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
+    target = probe_target(plan.python)  # again: another install may have finished meanwhile
+    facts = replace(facts, target=target)
+    why = up_to_date(plan, target)
+    if why:
+        progress.say(f"Nothing to do: {why}")
+        out = Outcome("unchanged", manifest=target.manifest_path, facts=facts)
+        out.results.append(Result("install.packages", "install", "pass",
+                                  f"nothing to do: {why}"))
+        out.results += _verify_checks(plan, m, facts, opts)
+        return out
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    log_path = os.path.join(sdir, "logs", f"install-{stamp}-{os.getpid()}.log")
+    log = Log(log_path)
+    log.write(f"neuron-env {__version__} install at {_now()}\nplan: {plan.serialize()}\n")
+    out = Outcome("failed", log=log_path, facts=facts)
+    inst = installers.choose(opts.installer, plan.python, target.dist("pip") is not None)
+    progress.say(f"Installing into {plan.prefix} with {inst.name} (log: {log_path})")
+    previous = target.manifest
+    try:
+        with tempfile.TemporaryDirectory(prefix="neuron-env-install-") as work:
+            bundled = {}
+            if any(r.source == "bundled" for r in plan.requirements):
+                bundled[EMULATOR] = str(bundled_builder(Path(work)))
+            resolver = Resolver(plan, m, inst, log, progress, opts.timeout, work, out.steps)
+            items = resolver.resolve(bundled)
+            out.results.append(Result(
+                "install.provenance", "install", "pass",
+                f"{len(items)} package(s) to install; every Neuron package from its own index",
+                observed={it.name: it.version for it in items}))
+            records = _records(items, plan, m, target, bundled)
+            out.packages = records
+            if items:
+                try:
+                    _write_manifest(plan, m, inst, records, "incomplete", log_path,
+                                    error="install started; not finished")
+                except OSError as e:
+                    raise ConfigurationError(
+                        f"cannot write the install manifest in {plan.prefix}: "
+                        f"{e.strerror or e}; nothing was installed",
+                        hint="free disk space in the environment, or choose a writable "
+                             "--venv DIR") from None
+                lock_file = os.path.join(work, "lock.txt")
+                with open(lock_file, "w", encoding="utf-8") as f:
+                    f.write("".join(it.lock_line() + "\n" for it in items))
+                hashes = all(it.sha256 for it in items)
+                res = run_step(f"install ({inst.name})",
+                               installers.install_cmd(inst, plan.python, lock_file, hashes),
+                               timeout=opts.timeout, env=installer_env(), log=log,
+                               progress=progress,
+                               activity=f"Installing {len(items)} package(s): "
+                                        + ", ".join(f"{i.name} {i.version}" for i in items[:6])
+                                        + (" ..." if len(items) > 6 else ""))
+                out.steps.append(res)
+                if res.returncode != 0:
+                    what, fix = installers.diagnose(res.output)
+                    with contextlib.suppress(OSError):
+                        _write_manifest(plan, m, inst, records, "incomplete", log_path,
+                                        error=f"install failed: {what}")
+                    raise InstallFailed(what, fix, log_path, plan, opts)
+            else:
+                progress.say("Every package is already in place; recording the manifest")
+        progress.say("Verifying in the target")
+        target = probe_target(plan.python)
+        facts = replace(facts, target=target)
+        verify = _verify_versions(items, target)
+        pip_check = run_step("pip check", installers.check_cmd(inst), timeout=120,
+                             env=installer_env(), log=log, progress=progress,
+                             activity="Checking dependencies (pip check)")
+        out.steps.append(pip_check)
+        out.results.append(verify)
+        out.results.append(Result(
+            "install.check", "install", "pass" if pip_check.returncode == 0 else "fail",
+            "pip check: no broken requirements" if pip_check.returncode == 0 else
+            "pip check: " + (pip_check.output.strip().splitlines() or ["failed"])[0],
+            details=None if pip_check.returncode == 0 else
+            {"output": pip_check.output.strip()[-2000:]},
+            fix=None if pip_check.returncode == 0 else "see the log; install the missing "
+            "requirements or use a fresh --venv DIR"))
+        failed = verify.status == "fail" or pip_check.returncode != 0
+        status = "incomplete" if failed else "complete"
+        out.manifest = _write_manifest(
+            plan, m, inst, records, status, log_path,
+            error="verification failed after install" if failed else None, previous=previous)
+        target = probe_target(plan.python)
+        out.facts = replace(facts, target=target)
+        out.results += _verify_checks(plan, m, out.facts, opts)
+        out.status = "installed" if not failed else "failed"
+        return out
+    except KeyboardInterrupt:
+        log.write("[neuron-env] interrupted\n")
+        with contextlib.suppress(Exception):
+            if out.packages:
+                _write_manifest(plan, m, inst, out.packages, "incomplete", log_path,
+                                error="interrupted (Ctrl-C or SIGTERM) during install")
+        raise
+    finally:
+        log.close()
+
+
+class InstallFailed(InstallError):
+    code = "install-failed"
+
+    def __init__(self, what: str, fix: str, log_path: str, plan: Plan, opts: ExecOptions):
+        super().__init__(f"installing into {plan.prefix} failed: {what}. The environment is "
+                         "marked incomplete in its install manifest (doctor reports it)",
+                         hint=f"{fix}; re-running `neuron-env install` repairs it. Installer "
+                              f"output: {log_path}")
+        self.log_path = log_path
+
+
+def _records(items, plan, m, target, bundled) -> list[dict]:
+    recs = []
+    for it in items:
+        idx, url = provenance.origin_of(it, plan, m)
+        origin = "bundled" if it.key in {canonicalize_name(k) for k in bundled} else (
+            "wheelhouse" if idx == "wheelhouse" else "index" if idx else "dependency")
+        recs.append({"name": it.name, "version": it.version,
+                     "index": idx if idx != "wheelhouse" else None, "index_url": url,
+                     "url": it.url, "sha256": it.sha256, "origin": origin})
+    done = {it.key for it in items}
+    for r in plan.requirements:  # already in place: record what is there, not installed by us
+        key = canonicalize_name(r.name)
+        d = target.dist(r.name)
+        if key in done or d is None:
+            continue
+        old = next((p for p in (target.manifest or {}).get("packages") or []
+                    if canonicalize_name(str(p.get("name"))) == key
+                    and str(p.get("version")) == d.version), None)
+        recs.append(old or {"name": d.name, "version": d.version, "index": None,
+                            "index_url": None, "url": None, "sha256": None,
+                            "origin": "present"})
+    return recs
+
+
+def _write_manifest(plan, m, inst, records, status, log_path, error=None, previous=None) -> str:
+    doc = {"schema": install_manifest.SCHEMA, "tool": {"name": "neuron-env",
+                                                       "version": __version__},
+           "created": _now(), "matrix": {"release": m.release, "source": m.source},
+           "backend": plan.backend, "status": status, "installer": inst.name,
+           "plan": {"key": plan.key, "requirements": [r.spec for r in plan.requirements],
+                    "pair": {"torch": str(plan.pair.torch)}, "forced": list(plan.forced)},
+           "packages": records, "log": log_path}
+    if error:
+        doc["error"] = error
+        doc["fix"] = "re-run neuron-env install"
+    return install_manifest.write(plan.prefix, doc)
+
+
+def _verify_versions(items: list[Item], target: TargetFacts) -> Result:
+    wrong = []
+    for it in items:
+        d = target.dist(it.name)
+        if d is None or d.version != it.version:
+            wrong.append(f"{it.name}: planned {it.version}, found "
+                         f"{d.version if d else 'nothing'}")
+    if not target.usable:
+        return Result("install.packages", "install", "fail",
+                      f"the target no longer runs after install: {target.error}")
+    if wrong:
+        return Result("install.packages", "install", "fail", "; ".join(wrong),
+                      fix="re-run neuron-env install")
+    return Result("install.packages", "install", "pass",
+                  f"{len(items)} package(s) installed and read back in the target"
+                  if items else "every planned package already in place",
+                  observed={it.name: it.version for it in items})
+
+
+def _verify_checks(plan: Plan, m: Matrix, facts, opts: ExecOptions) -> list[Result]:
+    ctx = checks.Context(python_flag=opts.python_flag, matrix_flag=opts.matrix_flag,
+                         index_overrides={i.name: i.url for i in plan.indexes if i.overridden_by})
+    return checks.run_checks(facts, m, ctx, VERIFY_CHECKS[plan.backend])
