@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from neuron_env import redact
+
 RELATIVE_PATH = os.path.join(".neuron-env", "install-manifest.json")
 SCHEMA = "neuron-env.manifest/1"
 
@@ -46,7 +48,7 @@ def write(prefix: str, doc: dict) -> str:
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".manifest-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, sort_keys=False)
+            json.dump(redact.value(doc), f, indent=2, sort_keys=False)
             f.write("\n")
         os.replace(tmp, path)
     except BaseException:

@@ -6,6 +6,7 @@ import shlex
 
 from packaging.version import InvalidVersion, Version
 
+from neuron_env import redact
 from neuron_env.checks import check
 from neuron_env.install_manifest import expected_index_urls
 from neuron_env.matrix.model import fmt_spec
@@ -151,7 +152,8 @@ def _manifest_entries(t) -> dict[str, dict]:
 
 
 def _norm(url: str) -> str:
-    return url.rstrip("/").removesuffix("/simple").rstrip("/")
+    # the manifest records URLs with credentials masked: compare them masked
+    return redact.text(url).rstrip("/").removesuffix("/simple").rstrip("/")
 
 
 @check("backend.origin", "backend")

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from neuron_env import redact
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
 from neuron_env.install import installers
@@ -85,7 +86,7 @@ def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
 def _confirm(plan_text: str, opts: InstallOptions) -> None:
     if opts.yes or opts.dry_run or not (sys.stdin.isatty() and sys.stderr.isatty()):
         return
-    sys.stderr.write(plan_text + "Proceed? [y/N] ")
+    sys.stderr.write(redact.text(plan_text) + "Proceed? [y/N] ")
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise UsageError("install cancelled at the prompt", hint="--yes skips the prompt")

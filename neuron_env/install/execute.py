@@ -266,7 +266,9 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
                              "--venv DIR") from None
                 lock_file = os.path.join(work, "lock.txt")
                 with open(lock_file, "w", encoding="utf-8") as f:
-                    f.write("".join(it.lock_line() + "\n" for it in items))
+                    urls = [i.url for i in plan.indexes]
+                    f.write("".join(it.lock_line(provenance.with_credentials(it.url, urls))
+                                    + "\n" for it in items))
                 hashes = all(it.sha256 for it in items)
                 res = run_step(f"install ({inst.name})",
                                installers.install_cmd(inst, plan.python, lock_file, hashes),

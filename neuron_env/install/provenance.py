@@ -20,7 +20,17 @@ def _root(index_url: str) -> tuple[str, str, str]:
     path = unquote(u.path).rstrip("/")
     if path.endswith("/simple"):
         path = path[: -len("/simple")]
-    return u.scheme, u.netloc.lower(), path
+    return u.scheme, _host(u), path
+
+
+def _host(u) -> str:
+    """host:port without credentials: pip reports file URLs with the mirror's userinfo
+    stripped, so https://user:token@mirror/simple serves https://mirror/files/x.whl."""
+    try:
+        port = u.port
+    except ValueError:
+        port = None
+    return f"{(u.hostname or '').lower()}:{port or {'http': 80, 'https': 443}.get(u.scheme, '')}"
 
 
 def served_by(url: str, index_url: str) -> bool:
@@ -35,7 +45,7 @@ def served_by(url: str, index_url: str) -> bool:
     path = unquote(u.path)
     if scheme == "file":
         return path == root or path.startswith(root.rstrip("/") + "/")
-    return u.netloc.lower() == host
+    return _host(u) == host
 
 
 def from_wheelhouse(url: str, find_links: tuple[str, ...]) -> str | None:
@@ -48,6 +58,20 @@ def from_wheelhouse(url: str, find_links: tuple[str, ...]) -> str | None:
         if path.startswith(d + "/"):
             return d
     return None
+
+
+def with_credentials(url: str, index_urls) -> str:
+    """The file URL with the userinfo of the index that served it put back: pip's report drops
+    it, and the lock is installed with no index to take it from. (The lock file lives in a
+    private temporary directory; nothing that is kept holds the result.)"""
+    u = urlsplit(url)
+    if u.scheme not in ("http", "https") or "@" in u.netloc:
+        return url
+    for index_url in index_urls:
+        iu = urlsplit(index_url)
+        if "@" in iu.netloc and served_by(url, index_url):
+            return u._replace(netloc=iu.netloc.rsplit("@", 1)[0] + "@" + u.netloc).geturl()
+    return url
 
 
 def origin_of(item: Item, plan: Plan, m: Matrix) -> tuple[str | None, str | None]:

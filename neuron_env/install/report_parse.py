@@ -29,8 +29,8 @@ class Item:
     def key(self) -> str:
         return canonicalize_name(self.name)
 
-    def lock_line(self) -> str:
-        line = f"{self.name} @ {self.url}"
+    def lock_line(self, url: str | None = None) -> str:
+        line = f"{self.name} @ {url or self.url}"
         return line + (f" --hash=sha256:{self.sha256}" if self.sha256 else "")
 
 

@@ -10,6 +10,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from neuron_env import redact
 from neuron_env.errors import CommandTimeout
 from neuron_env.proc import kill_group
 
@@ -25,7 +26,7 @@ class Progress:
 
     def say(self, msg: str) -> None:
         if not self.quiet:
-            self.stream.write(f"[{time.monotonic() - self.t0:6.1f}s] {msg}\n")
+            self.stream.write(redact.text(f"[{time.monotonic() - self.t0:6.1f}s] {msg}\n"))
             self.stream.flush()
 
 
@@ -57,7 +58,7 @@ class Log:
     def write(self, text: str) -> None:
         if self.f:
             try:
-                self.f.write(text)
+                self.f.write(redact.text(text))
                 self.f.flush()
             except OSError as e:
                 self.error = f"log {self.path} stopped: {e.strerror or e}"

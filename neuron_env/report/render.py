@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from neuron_env import redact
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Report
 
@@ -14,6 +15,10 @@ FORMATS = ("text", "json", "junit")
 
 
 def render(report: Report, fmt: str, verbose: bool = False, colour: bool = False) -> str:
+    return redact.text(_render(report, fmt, verbose, colour))
+
+
+def _render(report: Report, fmt: str, verbose: bool, colour: bool) -> str:
     if fmt == "json":
         return json.dumps(report.serialize(), indent=2, default=str) + "\n"
     if fmt == "junit":

@@ -91,10 +91,15 @@ def build_index(root: Path, stands: list[Stand], hashes: bool = True) -> Path:
 
 class IndexServer:
     """Serve a directory over HTTP on 127.0.0.1. mode: ok, slow (delay per request), garbage
-    (every page is binary junk), error (500)."""
+    (every page is binary junk), error (500). auth=(user, password): HTTP basic auth, as an
+    enterprise mirror asks (401 without it)."""
 
-    def __init__(self, directory: Path, mode: str = "ok", delay: float = 0.0) -> None:
-        self.mode, self.delay, self.requests = mode, delay, []
+    def __init__(self, directory: Path, mode: str = "ok", delay: float = 0.0,
+                 auth: tuple[str, str] | None = None) -> None:
+        self.mode, self.delay, self.requests, self.refused = mode, delay, [], 0
+        import base64
+
+        want = "Basic " + base64.b64encode(":".join(auth).encode()).decode() if auth else None
         outer = self
 
         class Handler(SimpleHTTPRequestHandler):
@@ -106,6 +111,13 @@ class IndexServer:
 
             def do_GET(self):
                 outer.requests.append(self.path)
+                if want and self.headers.get("Authorization") != want:
+                    outer.refused += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="mirror"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
                 if outer.delay:
                     time.sleep(outer.delay)
                 if outer.mode in ("garbage", "error"):

@@ -19,61 +19,16 @@ import pytest
 
 from tests.conftest import REPO, cli_env
 from tests.helpers.envs import make_venv, pyenv_python
+from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
 SCHEMA = json.loads((REPO / "neuron_env/schemas/install.schema.json").read_text())
-PY312 = pyenv_python("3.12")
-needs312 = pytest.mark.skipif(PY312 is None, reason="no Python 3.12 (pyenv) on this machine: "
-                              "the Neuron 2.33 plan needs a 3.12-3.14 target")
-MALICIOUS = "raise SystemExit('MALICIOUS: taken from the public index')\n"
-
-NEURON = [
-    Stand("torch-neuronx", "2.14.3.0.1", ("torch==2.14.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
-    Stand("torch-neuronx", "2.13.3.0.1", ("torch==2.13.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
-    Stand("neuronx-cc", "2.22.1.0"),
-    Stand("nki", "0.3.0"),
-    Stand("libneuronxla", "2.2.0"),
-]
-PYTORCH = [Stand("torch", "2.14.0+cpu", ("filelock",)), Stand("torch", "2.13.0+cpu", ("filelock",))]
-PUBLIC = [
-    Stand("torch-neuronx", "2.14.3.0.99", body=MALICIOUS),  # dependency confusion
-    Stand("torch-neuronx", "1.0", body='raise ImportError("WRONG PACKAGE")\n'),
-    Stand("nki", "9.9.9", body=MALICIOUS),
-    Stand("nki", "0.0.1"),
-    Stand("libneuronxla", "2.99.0", body=MALICIOUS),
-    Stand("neuronx-cc", "2.99.0", body=MALICIOUS),
-    Stand("filelock", "3.0.0"),
-    Stand("torch", "2.14.0", ("filelock",), body=MALICIOUS),  # PyPI's CUDA build, say
-]
-
-
-@pytest.fixture(scope="session")
-def idx(tmp_path_factory):
-    root = tmp_path_factory.mktemp("indexes")
-    out = {}
-    for name, stands in (("neuron", NEURON), ("pytorch", PYTORCH), ("public", PUBLIC)):
-        out[name] = build_index(root / name, stands, hashes=name != "neuron")
-    out["root"] = root
-    return {k: (v.as_uri() if k != "root" else v) for k, v in out.items()}
 
 
 @pytest.fixture(scope="session")
 def host_root(tmp_path_factory):
     return trn2_host(tmp_path_factory.mktemp("host") / "root")
-
-
-def pip_env(idx, **extra) -> dict:
-    """The CLI's environment, with pip cut off from this machine's configuration."""
-    empty = Path(idx["root"]) / "empty-pip.conf"
-    empty.write_text("")
-    env = {k: v for k, v in cli_env().items() if not k.startswith(("PIP_", "UV_"))}
-    env.update(PIP_CONFIG_FILE=str(empty), PIP_INDEX_URL=idx["public"], PIP_NO_CACHE_DIR="1",
-               UV_NO_CACHE="1", UV_INDEX_URL=idx["public"],
-               NEURON_ENV_NEURON_INDEX_URL=idx["neuron"],
-               NEURON_ENV_PYTORCH_INDEX_URL=idx["pytorch"])
-    env.update(extra)
-    return {k: v for k, v in env.items() if v is not None}
 
 
 def install(idx, *args, env=None, timeout=240) -> subprocess.CompletedProcess:
@@ -294,6 +249,34 @@ def test_index_down_or_broken(idx, host_root, tmp_path, mode):
     if mode == "refused":
         assert "could not be reached" in msg
     assert "log" in doc["error"]["hint"] and dists(py) == {}
+
+
+@needs312
+def test_mirror_credentials_are_used_but_never_written(idx, host_root, tmp_path):
+    """An enterprise mirror with basic auth in its URL: pip gets the credentials; no report,
+    progress line, log or manifest ever holds them, and doctor still accepts the origin."""
+    secret = "s3cr3t-t0ken"
+    py = fresh(tmp_path)
+    with IndexServer(Path(idx["root"]) / "neuron", auth=("ci", secret)) as mirror:
+        url = mirror.url.replace("http://", f"http://ci:{secret}@")
+        env = pip_env(idx, NEURON_ENV_NEURON_INDEX_URL=url)
+        r = install(idx, "--root", str(host_root), "--python", str(py), "--installer", "pip",
+                    "--format", "json", env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert any("/simple/torch-neuronx/" in p for p in mirror.requests)
+        dry = install(idx, "--root", str(host_root), "--python", str(py), "--dry-run", env=env)
+    doc = as_json(r)
+    assert "ci:***" not in r.stdout and "***@127.0.0.1" in r.stdout
+    man = (py.parent.parent / ".neuron-env/install-manifest.json").read_text()
+    for where, text in (("stdout", r.stdout), ("stderr", r.stderr), ("manifest", man),
+                        ("log", Path(doc["log"]).read_text()), ("dry-run", dry.stdout)):
+        assert secret not in text, f"the mirror's password is in the {where}"
+    d = subprocess.run([sys.executable, "-m", "neuron_env", "doctor", "--root", str(host_root),
+                        "--python", str(py), "--only", "backend", "--format", "json"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert secret not in d.stdout + d.stderr
+    res = {x["id"]: x for x in json.loads(d.stdout)["results"]}
+    assert res["backend.origin"]["status"] == "pass", res["backend.origin"]
 
 
 @needs312

@@ -84,6 +84,12 @@ def test_overrides_replace_the_index_url():
     ("file:///idx/public/files/x.whl", "file:///idx/neuron/simple", False),
     ("http://pip.repos.neuron.amazonaws.com/x.whl", "https://pip.repos.neuron.amazonaws.com",
      False),
+    # pip reports a mirror's files without the credentials of the index URL
+    ("https://art.example.com/files/x.whl", "https://ci:tok@art.example.com/simple", True),
+    ("https://art.example.com:443/files/x.whl", "https://art.example.com/simple", True),
+    ("https://evil.example.com/files/x.whl", "https://art.example.com@evil.example.com/simple",
+     True),  # userinfo "art.example.com": the host really is evil.example.com, as pip sees it
+    ("https://art.example.com/files/x.whl", "https://u:p@evil.example.com/simple", False),
 ])
 def test_served_by(url, index, ok):
     assert provenance.served_by(url, index) is ok
@@ -140,3 +146,14 @@ def test_parse_pip_report():
 def test_diagnose(output, needle):
     what, fix = installers.diagnose(output)
     assert needle in what and fix
+
+
+def test_with_credentials_puts_the_index_userinfo_back_on_its_own_host_only():
+    idx = ["https://ci:tok@art.example.com/api/pypi/neuron/simple", "file:///idx/pytorch/simple"]
+    w = provenance.with_credentials
+    assert w("https://art.example.com/files/x.whl", idx) == \
+        "https://ci:tok@art.example.com/files/x.whl"
+    assert w("https://other.example.com/files/x.whl", idx) == \
+        "https://other.example.com/files/x.whl"
+    assert w("file:///idx/pytorch/files/t.whl", idx) == "file:///idx/pytorch/files/t.whl"
+    assert w("https://me:x@art.example.com/y.whl", idx) == "https://me:x@art.example.com/y.whl"
