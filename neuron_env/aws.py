@@ -40,11 +40,24 @@ def _call(fn, what: str, **kw):
         raise AwsError(f"{what}: no AWS credentials found (environment, profile or instance "
                        "role)", "no-credentials") from None
     except ClientError as e:
-        err = e.response.get("Error", {})
-        raise AwsError(f"{what}: {err.get('Code', 'error')}: {err.get('Message', e)}",
-                       err.get("Code", "client-error")) from None
+        code, message = _error_of(e)
+        raise AwsError(f"{what}: {code}: {message}", code) from None
     except BotoCoreError as e:
         raise AwsError(f"{what}: {e}", "botocore") from None
+
+
+def _error_of(e) -> tuple[str, str]:
+    """Code and one-line message, also where the body was XML that botocore could not parse
+    (a proxy, or moto's IAM answer to a JSON-protocol service)."""
+    import re
+
+    err = e.response.get("Error", {})
+    code, message = str(err.get("Code") or "error"), str(err.get("Message") or e)
+    m = re.search(r"<Code>([^<]+)</Code>\s*<Message>([^<]*)</Message>", message)
+    if m:
+        code, message = m.group(1), m.group(2)
+    message = " ".join(message.split())
+    return code, message[:300] + ("…" if len(message) > 300 else "")
 
 
 @dataclass(frozen=True)
@@ -74,3 +87,22 @@ def describe_neuron_info(instance_type: str) -> NeuronInfo | None:
     return NeuronInfo(instance_type, dev.get("Count"), core.get("Count"), core.get("Version"),
                       (dev.get("MemoryInfo") or {}).get("SizeInMiB"), dev.get("Name"),
                       info.get("TotalNeuronDeviceMemoryInMiB"))
+
+
+def tag_instance(instance_id: str, tags: dict[str, str]) -> None:
+    ec2 = _client("ec2")
+    _call(ec2.create_tags, f"CreateTags {instance_id}", Resources=[instance_id],
+          Tags=[{"Key": k, "Value": v[:255]} for k, v in tags.items()])
+
+
+def put_parameter(name: str, value: str) -> int:
+    ssm = _client("ssm")
+    resp = _call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=value,
+                 Type="String", Overwrite=True, Tier="Standard")
+    return int(resp.get("Version") or 0)
+
+
+def get_parameter(name: str) -> str:
+    ssm = _client("ssm")
+    resp = _call(ssm.get_parameter, f"GetParameter {name}", Name=name)
+    return str(resp["Parameter"]["Value"])

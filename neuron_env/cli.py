@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from neuron_env import __version__
+from neuron_env import __version__, redact
 from neuron_env.errors import EXIT_INTERNAL, NeuronEnvError
 
 app = typer.Typer(
@@ -63,8 +63,8 @@ def _fail(err: BaseException, fmt: str, schema: str) -> None:
         doc = {"schema": schema, "tool": TOOL, "error": payload, "results": [],
                "summary": {"pass": 0, "warn": 0, "fail": 0, "skip": 0, "error": 1},
                "exit_code": code}
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    sys.stderr.write(f"neuron-env: {text}\n")
+        sys.stdout.write(redact.text(json.dumps(doc, indent=2)) + "\n")
+    sys.stderr.write(redact.text(f"neuron-env: {text}\n"))
     raise typer.Exit(code)
 
 
@@ -176,6 +176,12 @@ def doctor(
                                          envvar="NEURON_ENV_NEURON_INDEX_URL"),
     pytorch_index_url: str = typer.Option(None, "--pytorch-index-url",
                                           envvar="NEURON_ENV_PYTORCH_INDEX_URL"),
+    tag_instance: bool = typer.Option(False, "--tag-instance", help="Write the status and "
+                                      "neuron-env version as EC2 tags on this instance."),
+    publish_ssm: str = typer.Option(None, "--publish-ssm", metavar="NAME", help="Write the "
+                                    "JSON summary to this SSM parameter."),
+    strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
+                                        "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
 ) -> None:
     """Check this host (or --root image) and environment against the version matrix."""
@@ -195,7 +201,9 @@ def doctor(
                                 skip=_split(skip), strict=strict, aws=aws, smoke=smoke,
                                 smoke_timeout=smoke_timeout,
                                 neuron_index_url=neuron_index_url,
-                                pytorch_index_url=pytorch_index_url), started=started)
+                                pytorch_index_url=pytorch_index_url,
+                                tag_instance=tag_instance, publish_ssm=publish_ssm,
+                                strict_publish=strict_publish), started=started)
         for fmt, path in reports:
             try:
                 write_atomic(path, render(rep, fmt, verbose=verbose))
@@ -267,8 +275,99 @@ def install(
     if format == Fmt.json:
         sys.stdout.write(render(rep, "json"))
     else:
-        sys.stdout.write(render_text(rep, verbose=verbose, colour=use_colour()))
+        sys.stdout.write(redact.text(render_text(rep, verbose=verbose, colour=use_colour())))
     raise typer.Exit(rep.exit_code)
+
+
+# -- scripts and instance facts -------------------------------------------------------------
+def _bootstrap_options(**kw):
+    from neuron_env.scripts_render import BootstrapOptions
+
+    return BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
+
+
+SOURCE_HELP = ("How to install neuron-env itself: a pip spec (neuron-env==X), a wheel URL, or a "
+               "wheelhouse directory (default: this version from the public index).")
+
+
+@app.command()
+def userdata(
+    source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    venv: str = typer.Option(None, "--venv", help="Target venv (default /opt/neuron-venv)."),
+    tool_venv: str = typer.Option(None, "--tool-venv", help="neuron-env's own venv."),
+    torch: str = typer.Option(None, "--torch", help="2.14 or 2.13 (default: newest)."),
+    backend: str = typer.Option(None, "--backend", help="neuron or emulated."),
+    python: str = typer.Option(None, "--python", help="Base interpreter on the instance."),
+    log_dir: str = typer.Option(None, "--log-dir", help="Reports go here "
+                                "(default /var/log/neuron-env)."),
+    smoke: bool = typer.Option(True, "--smoke/--no-smoke", help="Run the device smoke test."),
+    retries: int = typer.Option(None, "--retries", help="Attempts for network steps."),
+    neuron_index_url: str = typer.Option(None, "--neuron-index-url"),
+    pytorch_index_url: str = typer.Option(None, "--pytorch-index-url"),
+    doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
+                                    "'--tag-instance --publish-ssm /ami/neuron'."),
+) -> None:
+    """A cloud-init user-data script (bash) on stdout: install, validate, leave a report."""
+    from neuron_env.scripts_render import userdata as render_userdata
+
+    try:
+        sys.stdout.write(render_userdata(_bootstrap_options(
+            source=source, venv=venv, tool_venv=tool_venv, torch=torch, backend=backend,
+            python=python, log_dir=log_dir, smoke=smoke, retries=retries,
+            neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
+            doctor_args=doctor_args)))
+    except Exception as e:
+        _fail(e, "text", "neuron-env.userdata/1")
+
+
+@app.command("imagebuilder-component")
+def imagebuilder_component(
+    source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    venv: str = typer.Option(None, "--venv"),
+    tool_venv: str = typer.Option(None, "--tool-venv"),
+    torch: str = typer.Option(None, "--torch"),
+    backend: str = typer.Option(None, "--backend"),
+    python: str = typer.Option(None, "--python"),
+    log_dir: str = typer.Option(None, "--log-dir"),
+    instance_type: str = typer.Option(None, "--instance-type", help="The type the image "
+                                      "targets (validate runs on the build instance)."),
+    neuron_index_url: str = typer.Option(None, "--neuron-index-url"),
+    pytorch_index_url: str = typer.Option(None, "--pytorch-index-url"),
+) -> None:
+    """An EC2 Image Builder component (YAML) on stdout: build, validate, test phases."""
+    from neuron_env.scripts_render import component
+
+    try:
+        sys.stdout.write(component(_bootstrap_options(
+            source=source, venv=venv, tool_venv=tool_venv, torch=torch, backend=backend,
+            python=python, log_dir=log_dir, instance_type=instance_type,
+            neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url)))
+    except Exception as e:
+        _fail(e, "text", "neuron-env.component/1")
+
+
+@app.command()
+def instance(
+    type_: str = typer.Argument(None, metavar="[TYPE]", help="e.g. trn2.48xlarge (default: "
+                                "this instance)."),
+    matrix: str = typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX"),
+    aws: bool = typer.Option(False, "--aws", help="Also EC2 DescribeInstanceTypes' NeuronInfo."),
+    dlami: str = typer.Option(None, "--dlami", metavar="OS", help="The Neuron DLAMI image id "
+                              "for OS (ubuntu-24.04) from the public SSM parameters."),
+    root: str = typer.Option(None, "--root"),
+    format: Fmt = typer.Option(Fmt.text, "--format"),
+) -> None:
+    """The Neuron facts of an instance type: devices, cores, memory; EC2's view; the DLAMI."""
+    from neuron_env.commands import instance as cmd
+
+    try:
+        doc = cmd.run(type_, matrix, aws, dlami, root)
+    except Exception as e:
+        _fail(e, format.value, cmd.SCHEMA)
+    if format == Fmt.json:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        typer.echo(cmd.text(doc), nl=False)
 
 
 # -- smoke ----------------------------------------------------------------------------------

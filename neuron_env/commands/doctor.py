@@ -30,6 +30,9 @@ class DoctorOptions:
     smoke_timeout: float = 300.0
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
+    tag_instance: bool = False
+    publish_ssm: str | None = None
+    strict_publish: bool = False
 
 
 def _check_root(root: str | None) -> None:
@@ -68,6 +71,15 @@ def run(opts: DoctorOptions, started=None) -> Report:
     if "smoke.device" in ids:
         results.append(_smoke(facts, opts))
     code = exit_code(results, opts.strict)
+    if opts.tag_instance or opts.publish_ssm:
+        from neuron_env.publish import publish
+
+        interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
+                         target=facts.serialize(), results=tuple(results), exit_code=code)
+        published = publish(interim, opts.tag_instance, opts.publish_ssm, opts.strict_publish)
+        results += published
+        if opts.strict_publish and any(r.status == "fail" for r in published):
+            code = max(code, 1)
     return Report(
         schema=SCHEMA, tool=TOOL,
         matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},

@@ -12,8 +12,9 @@ class IMDS:
     """IMDSv2 on 127.0.0.1. mode: ok, v1only (401 on token), 404, garbage, huge, hang, slow."""
 
     def __init__(self, mode: str = "ok", instance_type: str = "trn2.48xlarge",
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, instance_id: str = "i-0123456789abcdef0") -> None:
         self.mode, self.instance_type, self.delay = mode, instance_type, delay
+        self.instance_id = instance_id
         self.requests: list[tuple[str, str, dict]] = []
         self._stop = threading.Event()
         outer = self
@@ -59,7 +60,7 @@ class IMDS:
                 if self.path == "/latest/meta-data/instance-type":
                     return self._send(200, outer.instance_type.encode())
                 if self.path == "/latest/meta-data/instance-id":
-                    return self._send(200, b"i-0123456789abcdef0")
+                    return self._send(200, outer.instance_id.encode())
                 self._send(404, b"")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -3,39 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import run_cli
 from tests.helpers import roots
+from tests.integration.conftest import aws_env, free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-@pytest.fixture(scope="module")
-def moto_url():
-    server_mod = pytest.importorskip("moto.server")
-    port = _free_port()
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
-def aws_env(url: str, **extra) -> dict:
-    return cli_env(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing",
-                   AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
-                   AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-                   **extra)
 
 
 def doctor_aws(root, env):
@@ -79,6 +54,6 @@ def test_aws_without_credentials_is_a_soft_warning(tmp_path, moto_url):
 
 
 def test_aws_endpoint_down_is_bounded(tmp_path):
-    port = _free_port()
+    port = free_port()
     r, _ = doctor_aws(roots.trn2_host(tmp_path / "r"), aws_env(f"http://127.0.0.1:{port}"))
     assert r["status"] == "warn" and "Could not connect" in r["summary"]

@@ -1,0 +1,103 @@
+"""`neuron-env instance [TYPE]`: an instance type's Neuron facts (matrix, EC2, DLAMI)."""
+
+from __future__ import annotations
+
+import re
+
+from neuron_env.commands import TOOL
+from neuron_env.errors import UsageError
+from neuron_env.matrix import catalog
+from neuron_env.matrix.model import family_of
+
+SCHEMA = "neuron-env.instance/1"
+TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
+
+
+def dlami_parameter(m, os_name: str) -> str:
+    if not re.fullmatch(r"[a-z]+-\d+\.\d+", os_name):
+        raise UsageError(f"--dlami {os_name!r}: expected an OS such as ubuntu-24.04",
+                         hint="e.g. --dlami ubuntu-24.04")
+    key = "ssm_" + os_name.replace("-", "_").replace(".", "_")
+    return dict(m.dlami).get(key) or DLAMI_PARAM.format(os=os_name)
+
+
+def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
+        root: str | None = None) -> dict:
+    m = catalog.select(matrix)
+    source = "argument"
+    if not type_:
+        from neuron_env.probes.host import make_root
+        from neuron_env.probes.instance import probe_instance
+
+        inst = probe_instance(make_root(root), None)
+        type_, source = inst.type, inst.source
+        if not type_:
+            raise UsageError("no instance type given and none detected (not on EC2?)",
+                             hint="name one: neuron-env instance trn2.48xlarge")
+    type_ = type_.strip().lower()
+    if not TYPE_RE.match(type_):
+        raise UsageError(f"{type_!r} is not an EC2 instance type",
+                         hint="e.g. neuron-env instance trn2.48xlarge")
+    fam, t = m.instance_type(type_)
+    doc = {"schema": SCHEMA, "tool": TOOL, "matrix": {"release": m.release},
+           "instance_type": type_, "source": source,
+           "family": None if fam is None else {
+               "name": fam.family, "supported": fam.supported, "accelerator": fam.accelerator,
+               "reason": fam.reason},
+           "matrix_facts": None if t is None else {
+               "devices": t.devices, "cores_per_device": t.cores_per_device,
+               "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed},
+           "aws": None, "dlami": None, "warnings": []}
+    if fam is None:
+        doc["warnings"].append(f"{family_of(type_)} is not a Neuron family in Neuron "
+                               f"{m.release}'s matrix")
+    elif t is None:
+        doc["warnings"].append(f"{type_} is not a size the matrix knows for {fam.family}")
+    if aws or dlami:
+        from neuron_env import aws as awsmod
+
+        if aws:
+            try:
+                info = awsmod.describe_neuron_info(type_)
+                doc["aws"] = None if info is None else {
+                    "devices": info.devices, "cores_per_device": info.cores_per_device,
+                    "core_version": info.core_version, "device_name": info.device_name,
+                    "memory_per_device_mib": info.memory_per_device_mib}
+                if info is None:
+                    doc["warnings"].append(f"EC2 reports no NeuronInfo for {type_}")
+            except awsmod.AwsError as e:
+                doc["warnings"].append(f"EC2 could not be asked: {e.message}")
+        if dlami:
+            param = dlami_parameter(m, dlami)
+            try:
+                doc["dlami"] = {"os": dlami, "parameter": param,
+                                "image_id": awsmod.get_parameter(param)}
+            except awsmod.AwsError as e:
+                doc["dlami"] = {"os": dlami, "parameter": param, "image_id": None}
+                doc["warnings"].append(f"DLAMI parameter {param}: {e.message}")
+    return doc
+
+
+def text(doc: dict) -> str:
+    lines = [f"{doc['instance_type']} (Neuron {doc['matrix']['release']}, from "
+             f"{doc['source']})"]
+    f = doc["family"]
+    if f:
+        lines.append(f"  family {f['name']}: {'supported' if f['supported'] else 'NOT supported'}"
+                     + (f" ({f['accelerator']})" if f["accelerator"] else "")
+                     + (f" — {f['reason']}" if f["reason"] else ""))
+    mf = doc["matrix_facts"]
+    if mf:
+        lines.append(f"  matrix: {mf['devices'] or '?'} devices × {mf['cores_per_device'] or '?'}"
+                     f" cores, {mf['memory_per_device_gib'] or '?'} GiB per device"
+                     + ("" if mf["confirmed"] else " (not confirmed)"))
+    a = doc["aws"]
+    if a:
+        lines.append(f"  EC2:    {a['devices']} × {a['device_name']}, {a['cores_per_device']} "
+                     f"cores (v{a['core_version']}), {a['memory_per_device_mib']} MiB per device")
+    d = doc["dlami"]
+    if d:
+        lines.append(f"  DLAMI ({d['os']}): {d['image_id'] or 'unknown'}  [{d['parameter']}]")
+    lines += [f"  warning: {w}" for w in doc["warnings"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""moto's server on loopback, shared by the AWS tests (doctor --aws, publish, instance)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import cli_env
+from tests.helpers.indexes import build_indexes
+
+ACCOUNT = "123456789012"
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="session")
+def moto_url():
+    server_mod = pytest.importorskip("moto.server")
+    port = free_port()
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+def aws_env(url: str, **extra) -> dict:
+    env = dict(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+               AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent")
+    env.update(extra)
+    return cli_env(**env)
+
+
+def boto(service: str, url: str, key: str = "testing", secret: str = "testing"):
+    import boto3
+
+    return boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret,
+                                 region_name="us-east-1").client(service, endpoint_url=url)
+
+
+def seed_public_parameter(name: str, value: str) -> None:
+    """AWS owns /aws/service/...: moto refuses PutParameter there (as AWS does), so the test
+    puts the public value straight into the in-process moto backend, as moto does for its own
+    bundled public parameters."""
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter, ssm_backends
+
+    params = ssm_backends[ACCOUNT]["us-east-1"]._parameters
+    params[name].append(Parameter(account_id=ACCOUNT, name=name, value=value,
+                                  parameter_type="String", description=None,
+                                  allowed_pattern=None, keyid=None,
+                                  last_modified_date=utcnow(), version=1,
+                                  data_type="aws:ec2:image"))
+
+
+@pytest.fixture(scope="session")
+def moto_auth():
+    """A moto server that checks IAM: a user allowed only DescribeInstanceTypes.
+    Yields (url, key, secret). A separate process, so the shared server stays open."""
+    pytest.importorskip("moto.server")
+    port = free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                             str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("moto server (auth) did not start")
+                time.sleep(0.1)
+        iam = boto("iam", url)
+        iam.create_user(UserName="readonly")
+        iam.put_user_policy(UserName="readonly", PolicyName="describe-only",
+                            PolicyDocument=json.dumps({
+                                "Version": "2012-10-17", "Statement": [{
+                                    "Effect": "Allow", "Resource": "*",
+                                    "Action": ["ec2:DescribeInstanceTypes"]}]}))
+        k = iam.create_access_key(UserName="readonly")["AccessKey"]
+        yield url, k["AccessKeyId"], k["SecretAccessKey"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def idx(tmp_path_factory):
+    """file:// URLs of the neuron, pytorch and public stand-in indexes (and their root)."""
+    return build_indexes(tmp_path_factory.mktemp("indexes"))
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory):
+    """neuron-env's own wheel and its dependencies, for an offline self-install."""
+    pytest.importorskip("hatchling", reason="hatchling (in the [test] extras) builds "
+                        "neuron-env's wheel offline")
+    from tests.helpers import wheelhouse as wh
+
+    return wh.build(tmp_path_factory.mktemp("wheelhouse"))
