@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 from neuron_env import __version__
+from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
 
 VERDICT = {0: "pass", 1: "fail", 2: "error", 3: "error", 4: "timeout"}
@@ -34,6 +36,34 @@ def summary_doc(rep) -> dict:
 
 def encode(doc: dict) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+_SSM_NAME = re.compile(r"^[A-Za-z0-9_.\-/]{1,1011}$")
+
+
+def check_parameter_name(name: str) -> None:
+    """SSM's own naming rules, checked before any check runs (a typo is exit 2, not a warning
+    after a ten-minute smoke test)."""
+    hint = "e.g. --publish-ssm /ami-pipeline/neuron-env/doctor"
+    if not _SSM_NAME.match(name):
+        raise UsageError(f"--publish-ssm {name!r}: an SSM parameter name holds only letters, "
+                         "digits and _ . - / (at most 1011)", hint=hint)
+    if "/" in name and not name.startswith("/"):
+        raise UsageError(f"--publish-ssm {name!r}: a hierarchical name starts with /", hint=hint)
+    if name.lstrip("/").lower().startswith(("aws", "ssm")):
+        raise UsageError(f"--publish-ssm {name!r}: names beginning with aws or ssm are "
+                         "reserved by AWS", hint=hint)
+    if name.count("/") > 15:
+        raise UsageError(f"--publish-ssm {name!r}: at most 15 levels", hint=hint)
+
+
+def _fix(e, permission: str, resource: str) -> str:
+    if e.code == "no-credentials":
+        return (f"give the instance a role (instance profile) allowing {permission} on "
+                f"{resource}, or set AWS credentials")
+    if e.code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
+        return f"grant {permission} on {resource} to the instance's role"
+    return f"check the network path to AWS and the region; {permission} is needed on {resource}"
 
 
 def _instance_id(from_dmi: str | None) -> tuple[str | None, str]:
@@ -70,7 +100,7 @@ def publish(rep, tag: bool, ssm_name: str | None, strict: bool) -> list[Result]:
                                   observed=tags))
             except aws.AwsError as e:
                 out.append(Result("aws.tags", "aws", bad, f"tags not written: {e.message}",
-                                  fix="grant ec2:CreateTags on the instance (instance role)"))
+                                  fix=_fix(e, "ec2:CreateTags", iid)))
     if ssm_name:
         try:
             ver = aws.put_parameter(ssm_name, encode(doc))
@@ -78,5 +108,5 @@ def publish(rep, tag: bool, ssm_name: str | None, strict: bool) -> list[Result]:
                               f"summary written to SSM parameter {ssm_name} (version {ver})"))
         except aws.AwsError as e:
             out.append(Result("aws.ssm", "aws", bad, f"SSM parameter not written: {e.message}",
-                              fix=f"grant ssm:PutParameter on {ssm_name}"))
+                              fix=_fix(e, "ssm:PutParameter", ssm_name)))
     return out

@@ -52,6 +52,10 @@ def run(opts: DoctorOptions, started=None) -> Report:
     extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
     ids = checks.select(opts.only, opts.skip, extra)
     _check_root(opts.root)
+    if opts.publish_ssm is not None:
+        from neuron_env.publish import check_parameter_name
+
+        check_parameter_name(opts.publish_ssm)
     root = make_root(opts.root)
     facts = gather(root, opts.python, opts.instance_type,
                    want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)

@@ -130,6 +130,11 @@ def test_bootstrap_first_boot_then_reboot(idx, wheelhouse, tmp_path):
         assert "neuron-env doctor" in boot or "PyTorch backend" in boot
         again = _bash(script, env, timeout=60)  # a reboot that re-runs user-data
         assert again.returncode == 0 and "already bootstrapped" in again.stderr
+        assert "installing" not in again.stderr
+        # changed settings run again; the same plan spelled out is then a no-op install
+        changed = _bash(script, {**env, "NEURON_ENV_TORCH": "2.14"}, timeout=120)
+        assert changed.returncode == 0 and "already bootstrapped" not in changed.stderr
+        assert json.loads((logs / "install.json").read_text())["status"] == "unchanged"
 
 
 @needs312

@@ -9,7 +9,7 @@ import pytest
 from neuron_env.commands import instance
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
-from neuron_env.publish import SSM_STANDARD_MAX, encode, summary_doc
+from neuron_env.publish import SSM_STANDARD_MAX, check_parameter_name, encode, summary_doc
 from neuron_env.report.model import Report, Result
 
 
@@ -65,3 +65,16 @@ def test_dlami_parameter_names():
     assert "ubuntu-26.04" in instance.dlami_parameter(m, "ubuntu-26.04")
     with pytest.raises(UsageError):
         instance.dlami_parameter(m, "Ubuntu 24")
+
+
+@pytest.mark.parametrize("name", ["/ami/neuron-env/doctor", "neuron_env.doctor", "/a/b-c/d_e.f"])
+def test_ssm_names_that_aws_accepts(name):
+    check_parameter_name(name)
+
+
+@pytest.mark.parametrize("name", ["has space", "a/b", "/aws/x", "ssm-thing", "/SSM/x",
+                                  "/" + "a/" * 16 + "b", "x" * 1012, "", "/a/$b"])
+def test_ssm_names_that_aws_refuses_are_usage_errors(name):
+    with pytest.raises(UsageError) as e:
+        check_parameter_name(name)
+    assert e.value.exit_code == 2 and "--publish-ssm" in str(e.value)
