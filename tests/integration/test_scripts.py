@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,9 @@ def test_bootstrap_first_boot_then_reboot(idx, wheelhouse, tmp_path):
         env = _bootstrap_env(idx, tmp_path, root, imds,
                              NEURON_ENV_NEURON_INDEX_URL=idx["neuron"],
                              NEURON_ENV_TOOL_VENV=str(tool), NEURON_ENV_SOURCE=str(wheelhouse))
+        t0 = time.monotonic()
         r = _bash(script, env)
+        first = time.monotonic() - t0
         assert r.returncode == 0, r.stderr[-3000:]
         assert f"installing neuron-env from {wheelhouse}" in r.stderr
         ver = subprocess.run([str(tool / "bin/neuron-env"), "--version"], capture_output=True,
@@ -128,7 +131,9 @@ def test_bootstrap_first_boot_then_reboot(idx, wheelhouse, tmp_path):
         assert "neuron-env-bootstrap: done" in boot
         assert boot.splitlines()[0][:4].isdigit() and "T" in boot.splitlines()[0][:20]
         assert "neuron-env doctor" in boot or "PyTorch backend" in boot
+        t0 = time.monotonic()
         again = _bash(script, env, timeout=60)  # a reboot that re-runs user-data
+        print(f"first boot {first:.1f}s, reboot re-run {time.monotonic() - t0:.3f}s")
         assert again.returncode == 0 and "already bootstrapped" in again.stderr
         assert "installing" not in again.stderr
         # changed settings run again; the same plan spelled out is then a no-op install
