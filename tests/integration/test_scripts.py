@@ -104,8 +104,10 @@ def _bash(script: Path, env: dict, timeout=300) -> subprocess.CompletedProcess:
 @needs312
 def test_bootstrap_first_boot_then_reboot(idx, wheelhouse, tmp_path):
     """The whole first boot: neuron-env installed from an offline wheelhouse (its own wheel,
-    built from this checkout) into a fresh tool venv, then the backend, then doctor."""
+    built from this checkout) into a fresh tool venv, then the backend, then doctor. This host's
+    DMI names no instance type (as on some Xen-era types): IMDS tells it."""
     root = trn2_host(tmp_path / "host")
+    (root / "sys/devices/virtual/dmi/id/product_name").unlink()
     script = REPO / "scripts/user-data.sh"
     tool = tmp_path / "opt/neuron-env"
     with IMDS() as imds:
@@ -126,6 +128,9 @@ def test_bootstrap_first_boot_then_reboot(idx, wheelhouse, tmp_path):
         logs = tmp_path / "var/log/neuron-env"
         doc = json.loads((logs / "doctor.json").read_text())
         assert doc["exit_code"] == 0 and (logs / "doctor.xml").is_file()
+        assert doc["target"]["instance"]["type"] == "trn2.48xlarge"
+        assert doc["target"]["instance"]["source"] == "imds"
+        assert ("PUT", "/latest/api/token") in [(m, p) for m, p, _ in imds.requests]
         assert json.loads((logs / "install.json").read_text())["status"] == "installed"
         boot = (logs / "bootstrap.log").read_text()
         assert "neuron-env-bootstrap: done" in boot
