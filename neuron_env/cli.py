@@ -275,7 +275,7 @@ def install(
     if format == Fmt.json:
         sys.stdout.write(render(rep, "json"))
     else:
-        sys.stdout.write(redact.text(render_text(rep, verbose=verbose, colour=use_colour())))
+        sys.stdout.write(render_text(rep, verbose=verbose, colour=use_colour()))
     raise typer.Exit(rep.exit_code)
 
 

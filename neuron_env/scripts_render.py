@@ -53,6 +53,13 @@ def _sh(v: str) -> str:
     return v
 
 
+def _fill(template: str, subs: dict[str, str]) -> str:
+    text = (TEMPLATES / template).read_text()
+    for k, v in subs.items():
+        text = text.replace(f"@@{k}@@", v)
+    return text
+
+
 def userdata(o: BootstrapOptions) -> str:
     _check(o)
     exports = []
@@ -65,9 +72,7 @@ def userdata(o: BootstrapOptions) -> str:
             "STATE_DIR": o.state_dir, "SMOKE": "1" if o.smoke else "0",
             "RETRIES": str(o.retries), "DOCTOR_ARGS": o.doctor_args,
             "INSTALL_ARGS": o.install_args}
-    text = (TEMPLATES / "user-data.sh").read_text()
-    for k, v in subs.items():
-        text = text.replace(f"@@{k}@@", _sh(v))
+    text = _fill("user-data.sh", {k: _sh(v) for k, v in subs.items()})
     return text.replace("@@INDEX_EXPORTS@@\n", "".join(e + "\n" for e in exports))
 
 
@@ -89,7 +94,4 @@ def component(o: BootstrapOptions) -> str:
             "TOOL_VENV": q(o.tool_venv), "SOURCE": src, "NE": q(ne), "VENV": q(o.venv),
             "BACKEND": q(o.backend), "TORCH": torch, "TARGET_PY": q(py), "ASSUME": assume,
             "LOG_DIR": q(o.log_dir)}
-    text = (TEMPLATES / "imagebuilder.yaml").read_text()
-    for k, v in subs.items():
-        text = text.replace(f"@@{k}@@", v)
-    return text
+    return _fill("imagebuilder.yaml", subs)

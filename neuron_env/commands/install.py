@@ -86,7 +86,7 @@ def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
 def _confirm(plan_text: str, opts: InstallOptions) -> None:
     if opts.yes or opts.dry_run or not (sys.stdin.isatty() and sys.stderr.isatty()):
         return
-    sys.stderr.write(redact.text(plan_text) + "Proceed? [y/N] ")
+    sys.stderr.write(plan_text + "Proceed? [y/N] ")
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise UsageError("install cancelled at the prompt", hint="--yes skips the prompt")
@@ -216,7 +216,7 @@ def plan_text(plan, create=None) -> str:
         lines.append(f"  FORCED:      {f}")
     for w in plan.warnings:
         lines.append(f"  warning:     {w}")
-    return "\n".join(lines) + "\n"
+    return redact.text("\n".join(lines) + "\n")
 
 
 def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
@@ -248,4 +248,5 @@ def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str
         head.append(f"  log: {x['log']}")
     if x.get("manifest"):
         head.append(f"  manifest: {x['manifest']}")
-    return "\n".join(head) + "\n\n" + text.render(rep, verbose=verbose, colour=colour)
+    return redact.text("\n".join(head) + "\n\n" + text.render(rep, verbose=verbose,
+                                                                colour=colour))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import sys
 import zipfile
@@ -73,7 +74,9 @@ def build(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "--no-index", "-q", "-w", str(out), str(REPO)], capture_output=True,
-                       text=True, timeout=180)
+                       text=True, timeout=180,
+                       env={**{k: v for k, v in os.environ.items() if not k.startswith("PIP_")},
+                            "PIP_CONFIG_FILE": os.devnull})  # this machine's pip config: none
     if p.returncode != 0:
         raise RuntimeError(f"building neuron-env's wheel failed:\n{p.stderr[-2000:]}")
     deps = [r for r in (metadata.distribution("neuron-env").requires or [])
