@@ -36,7 +36,7 @@ def _torch_venv() -> Path:
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory) -> str:
     """The interpreter of a venv holding torch 2.13.0 and the freshly built emulator wheel."""
-    from neuron_env import emulator_wheel
+    from neuron_env.install import emulator_wheel
 
     py = _torch_venv()
     whl = emulator_wheel.build(tmp_path_factory.mktemp("emulator-wheel"))

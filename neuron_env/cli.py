@@ -9,8 +9,9 @@ from pathlib import Path
 
 import typer
 
-from neuron_env import __version__, redact
+from neuron_env import __version__
 from neuron_env.errors import EXIT_INTERNAL, NeuronEnvError
+from neuron_env.util import redact
 
 app = typer.Typer(
     name="neuron-env", no_args_is_help=True, add_completion=False,
@@ -281,7 +282,7 @@ def install(
 
 # -- scripts and instance facts -------------------------------------------------------------
 def _bootstrap_options(**kw):
-    from neuron_env.scripts_render import BootstrapOptions
+    from neuron_env.bootstrap.render import BootstrapOptions
 
     return BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
 
@@ -308,7 +309,7 @@ def userdata(
                                     "'--tag-instance --publish-ssm /ami/neuron'."),
 ) -> None:
     """A cloud-init user-data script (bash) on stdout: install, validate, leave a report."""
-    from neuron_env.scripts_render import userdata as render_userdata
+    from neuron_env.bootstrap.render import userdata as render_userdata
 
     try:
         sys.stdout.write(render_userdata(_bootstrap_options(
@@ -335,7 +336,7 @@ def imagebuilder_component(
     pytorch_index_url: str = typer.Option(None, "--pytorch-index-url"),
 ) -> None:
     """An EC2 Image Builder component (YAML) on stdout: build, validate, test phases."""
-    from neuron_env.scripts_render import component
+    from neuron_env.bootstrap.render import component
 
     try:
         sys.stdout.write(component(_bootstrap_options(

@@ -6,12 +6,12 @@ import shlex
 
 from packaging.version import InvalidVersion, Version
 
-from neuron_env import redact
 from neuron_env.checks import check
-from neuron_env.install_manifest import expected_index_urls
+from neuron_env.install.manifest import expected_index_urls
 from neuron_env.matrix.model import fmt_spec
-from neuron_env.names import canonicalize_name
 from neuron_env.report.model import Result
+from neuron_env.util import redact
+from neuron_env.util.names import canonicalize_name
 
 NEURON_PACKAGES = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-distributed",
                    "torch-neuron", "neuron-cc", "transformers-neuronx",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from neuron_env import checks
 from neuron_env.commands import TOOL
-from neuron_env.install_manifest import index_overrides
+from neuron_env.install.manifest import index_overrides
 from neuron_env.matrix import catalog
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
@@ -53,14 +53,14 @@ def run(opts: DoctorOptions, started=None) -> Report:
     ids = checks.select(opts.only, opts.skip, extra)
     _check_root(opts.root)
     if opts.publish_ssm is not None:
-        from neuron_env.publish import check_parameter_name
+        from neuron_env.aws.publish import check_parameter_name
 
         check_parameter_name(opts.publish_ssm)
     root = make_root(opts.root)
     facts = gather(root, opts.python, opts.instance_type,
                    want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
     if "instance.aws" in ids:
-        from neuron_env.aws_checks import with_aws_facts
+        from neuron_env.aws.facts import with_aws_facts
 
         facts = with_aws_facts(facts)
     ctx = checks.Context(
@@ -69,14 +69,14 @@ def run(opts: DoctorOptions, started=None) -> Report:
                                                  "pytorch-cpu": opts.pytorch_index_url}))
     results = checks.run_checks(facts, matrix, ctx, ids)
     if "instance.aws" in ids:
-        from neuron_env.aws_checks import instance_aws
+        from neuron_env.aws.facts import instance_aws
 
         results.append(instance_aws(facts, matrix, ctx))
     if "smoke.device" in ids:
         results.append(_smoke(facts, opts))
     code = exit_code(results, opts.strict)
     if opts.tag_instance or opts.publish_ssm:
-        from neuron_env.publish import publish
+        from neuron_env.aws.publish import publish
 
         interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
                          target=facts.serialize(), results=tuple(results), exit_code=code)

@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from neuron_env import redact
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
 from neuron_env.install import installers
@@ -18,6 +17,7 @@ from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
+from neuron_env.util import redact
 
 SCHEMA = "neuron-env.install/1"
 INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
@@ -93,7 +93,7 @@ def _confirm(plan_text: str, opts: InstallOptions) -> None:
 
 
 def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
-    from neuron_env import emulator_wheel
+    from neuron_env.install import emulator_wheel
     from neuron_env.install.execute import ExecOptions, execute
     from neuron_env.probes.facts import gather
 

@@ -55,7 +55,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
     elif t is None:
         doc["warnings"].append(f"{type_} is not a size the matrix knows for {fam.family}")
     if aws or dlami:
-        from neuron_env import aws as awsmod
+        from neuron_env.aws import client as awsmod
 
         if aws:
             try:

@@ -15,18 +15,19 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Req
 from packaging.specifiers import SpecifierSet
 
-from neuron_env import __version__, checks, install_manifest
+from neuron_env import __version__, checks
 from neuron_env.errors import ConfigurationError, ResolutionError
 from neuron_env.install import installers, provenance
+from neuron_env.install import manifest as install_manifest
 from neuron_env.install.installers import Installer
 from neuron_env.install.lock import EnvLock
 from neuron_env.install.plan import EMULATOR, Plan
 from neuron_env.install.report_parse import InstallError, Item, parse
 from neuron_env.install.steps import Log, Progress, StepResult, installer_env, run_step
 from neuron_env.matrix.model import Matrix
-from neuron_env.names import canonicalize_name
 from neuron_env.probes.interpreter import TargetFacts, probe_target
 from neuron_env.report.model import Result
+from neuron_env.util.names import canonicalize_name
 
 MAX_ROUNDS = 4
 VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",

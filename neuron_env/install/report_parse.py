@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from neuron_env.errors import NeuronEnvError
-from neuron_env.names import canonicalize_name
+from neuron_env.util.names import canonicalize_name
 
 
 class InstallError(NeuronEnvError):

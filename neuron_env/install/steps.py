@@ -10,9 +10,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from neuron_env import redact
 from neuron_env.errors import CommandTimeout
-from neuron_env.proc import kill_group
+from neuron_env.util import redact
+from neuron_env.util.proc import kill_group
 
 HEARTBEAT = 10.0
 

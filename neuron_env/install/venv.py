@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from neuron_env import proc
 from neuron_env.errors import ConfigurationError, InterpreterError
+from neuron_env.util import proc
 
 VENV_TIMEOUT = 300.0
 

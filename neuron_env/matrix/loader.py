@@ -33,7 +33,7 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
 )
-from neuron_env.names import canonicalize_name
+from neuron_env.util.names import canonicalize_name
 
 if sys.version_info >= (3, 11):
     import tomllib

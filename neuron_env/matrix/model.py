@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from neuron_env.names import canonicalize_name
+from neuron_env.util.names import canonicalize_name
 
 FORMAT_VERSION = 1
 OS_STATUSES = ("supported", "end-of-support", "unsupported")

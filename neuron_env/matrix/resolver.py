@@ -19,7 +19,7 @@ class Resolution:
     def requirement_for(self, name: str) -> str | None:
         from packaging.requirements import Requirement
 
-        from neuron_env.names import canonicalize_name
+        from neuron_env.util.names import canonicalize_name
 
         key = canonicalize_name(name)
         return next((r for r in self.requirements

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuron_env import proc
 from neuron_env.errors import InterpreterError
 from neuron_env.inside import MARKER, script
-from neuron_env.names import canonicalize_name
+from neuron_env.util import proc
+from neuron_env.util.names import canonicalize_name
 
 ENV_VAR = "NEURON_ENV_PYTHON"
 PROBE_TIMEOUT = 30.0

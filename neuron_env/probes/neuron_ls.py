@@ -7,7 +7,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from neuron_env import proc
+from neuron_env.util import proc
 
 TIMEOUT = 5.0
 FALLBACK = "/opt/aws/neuron/bin/neuron-ls"

@@ -7,9 +7,9 @@ import json
 import os
 from pathlib import Path
 
-from neuron_env import redact
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Report
+from neuron_env.util import redact
 
 FORMATS = ("text", "json", "junit")
 

@@ -8,9 +8,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from neuron_env import proc
 from neuron_env.inside import MARKER, script
 from neuron_env.report.model import RANK_ORDER, Result
+from neuron_env.util import proc
 
 _STEP = re.compile(r"@@STEP (\w+)@@")
 DEFAULT_TIMEOUT = 300.0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuron_env.names import canonicalize_name
 from neuron_env.probes.facts import HostFacts
 from neuron_env.probes.host import DeviceInfo, DriverFacts, OSFacts, Root
 from neuron_env.probes.instance import InstanceFacts
 from neuron_env.probes.interpreter import Dist, TargetFacts
 from neuron_env.probes.neuron_ls import NeuronLsFacts
+from neuron_env.util.names import canonicalize_name
 
 UBUNTU = {"26.04": "resolute", "24.04": "noble", "22.04": "jammy"}
 GOOD = {"torch": "2.14.0+cpu", "torch-neuronx": "2.14.3.0.1711", "neuronx-cc": "2.28.7.0",

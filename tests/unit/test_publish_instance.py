@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from neuron_env.aws.publish import SSM_STANDARD_MAX, check_parameter_name, encode, summary_doc
 from neuron_env.commands import instance
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
-from neuron_env.publish import SSM_STANDARD_MAX, check_parameter_name, encode, summary_doc
 from neuron_env.report.model import Report, Result
 
 

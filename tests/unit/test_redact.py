@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_env import redact
+from neuron_env.util import redact
 
 
 @pytest.mark.parametrize("raw,masked", [

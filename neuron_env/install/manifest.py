@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from neuron_env import redact
+from neuron_env.util import redact
 
 RELATIVE_PATH = os.path.join(".neuron-env", "install-manifest.json")
 SCHEMA = "neuron-env.manifest/1"

@@ -18,7 +18,7 @@ NAME = "neuron-emulator"
 
 def source_dir() -> Path:
     """The emulator's package: inside the installed wheel, or the checkout's backend/src."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # neuron_env/
     packaged = here / "_backend" / DIST
     if packaged.is_dir():
         return packaged

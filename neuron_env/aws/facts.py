@@ -15,7 +15,7 @@ class AwsFacts:
 
 
 def with_aws_facts(facts):
-    from neuron_env import aws
+    from neuron_env.aws import client as aws
 
     if not facts.instance.type:
         return dataclasses.replace(facts, aws=AwsFacts(error="instance type unknown"))

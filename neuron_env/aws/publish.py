@@ -79,7 +79,7 @@ def _instance_id(from_dmi: str | None) -> tuple[str | None, str]:
 
 
 def publish(rep, tag: bool, ssm_name: str | None, strict: bool) -> list[Result]:
-    from neuron_env import aws
+    from neuron_env.aws import client as aws
 
     bad = "fail" if strict else "warn"
     out = []

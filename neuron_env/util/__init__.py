@@ -1,0 +1,1 @@
+"""Small shared utilities: the one subprocess funnel, redaction, package names."""
