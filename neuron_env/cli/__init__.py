@@ -1,0 +1,8 @@
+"""The command line: `app.py` holds the typer app and the one boundary; each other module here
+parses one command's flags and hands a producer to `app.emit`. Importing this package
+registers every command."""
+
+from neuron_env.cli import bootstrap, doctor, install, instance, matrix, smoke  # noqa: F401
+from neuron_env.cli.app import app, main
+
+__all__ = ["app", "main"]
