@@ -17,8 +17,15 @@ CATEGORIES = {
     "install": "Install",
     "backend": "PyTorch backend",
     "driver": "Neuron driver and devices",
+    "tools": "Neuron tools",
+    "container": "Container",
+    "cache": "Compile cache",
+    "net": "Network (EFA)",
     "aws": "AWS",
     "smoke": "Device smoke test",
+    "trial": "Model trial",
+    "collectives": "Collectives",
+    "fleet": "Fleet",
 }
 
 
