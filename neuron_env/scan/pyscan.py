@@ -116,6 +116,8 @@ class Analyzer:
         elif t.__name__ == "Match":
             self.expr(st.subject, scope)
             for case in st.cases:
+                if case.guard is not None:
+                    self.expr(case.guard, scope)
                 self.body(case.body, scope)
         else:
             for f in _FIELDS.get(t) or _fields(t):

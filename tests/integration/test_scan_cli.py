@@ -64,11 +64,14 @@ def test_diff_applies_with_patch_and_the_result_rescans_clean(tmp_path):
         pytest.skip("GNU patch is not installed (apt-get install -y patch)")
     work = tmp_path / "copy"
     shutil.copytree(FIX, work)
+    # CRLF line ends and no newline at the end of the file: the patch must still apply
+    (work / "crlf.py").write_bytes(b"import torch_xla.core.xla_model as xm\r\nd = xm.xla_device()")
     before = json.loads(scan(".", "--format", "json", cwd=work).stdout)
-    diff = scan(".", "--diff", cwd=work)
-    assert diff.stdout.startswith("--- a/")
+    diff = subprocess.run([sys.executable, "-m", "neuron_env", "scan", ".", "--diff"],
+                          capture_output=True, env=cli_env(), cwd=work, timeout=120)  # bytes
+    assert diff.stdout.startswith(b"--- a/")
     assert (work / "xla_train.py").read_text() == (FIX / "xla_train.py").read_text()
-    p = subprocess.run(["patch", "-p1", "--batch"], input=diff.stdout, text=True, cwd=work,
+    p = subprocess.run(["patch", "-p1", "--batch"], input=diff.stdout, cwd=work,
                        capture_output=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     for f in work.rglob("*.py"):
@@ -77,6 +80,8 @@ def test_diff_applies_with_patch_and_the_result_rescans_clean(tmp_path):
     rules_after = {f["rule"] for f in after["findings"]}
     assert not FIXED & rules_after and after["counts"]["fixable"] == 0
     assert after["counts"]["total"] == before["counts"]["total"] - before["counts"]["fixable"]
+    assert (work / "crlf.py").read_bytes() == (b"import torch\r\nimport torch_xla.core.xla_model"
+                                              b' as xm\r\nd = torch.device("neuron")')
 
 
 def test_fix_applies_and_says_what_it_did(tmp_path):
