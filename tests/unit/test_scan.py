@@ -63,9 +63,13 @@ def test_every_rule_has_a_positive_fixture_and_real_docs():
                                   "https://github.com/aws-neuron/")), r.id
 
 
-def test_dockerfile_env_and_commands():
-    doc = scan([FIX / "Dockerfile"])
-    assert {(f["line"], f["rule"]) for f in doc["findings"]} == DOCKERFILE
+def test_dockerfile_env_and_commands_and_the_text_view(monkeypatch):
+    monkeypatch.chdir(FIX)
+    out = cmd.run(["Dockerfile"])
+    assert {(f["line"], f["rule"]) for f in out.body["findings"]} == DOCKERFILE
+    text = out.view(out.body)
+    assert text.startswith("Dockerfile\n  Dockerfile:3:5: error   xla.bf16_env  XLA-only bf16")
+    assert "      -> torch.autocast(" in text and "3 finding(s) (1 error, 2 warning" in text
 
 
 def test_names_resolve_through_aliases_and_shadowing():
