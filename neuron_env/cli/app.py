@@ -37,6 +37,9 @@ class DoctorFmt(str, Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    nhc = "nhc"
+    npd = "npd"
+    prometheus = "prometheus"
 
 
 def _version(value: bool) -> None:
