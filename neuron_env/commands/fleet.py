@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuron_env.commands import TOOL
 from neuron_env.fleet import view
 from neuron_env.fleet.aggregate import aggregate
 from neuron_env.report.model import Document
@@ -22,14 +21,14 @@ def fleet_doctor(opts) -> FleetDocument:
     from neuron_env.fleet import ssm
 
     entries, source = ssm.run(opts)
-    return FleetDocument(aggregate(entries, source, TOOL), view.text)
+    return FleetDocument(aggregate(entries, source), view.text)
 
 
 def fleet_report(args: list[str], region: str | None = None) -> FleetDocument:
     from neuron_env.fleet import sources
 
     entries = sources.from_args(args, region)
-    return FleetDocument(aggregate(entries, {"engine": "files", "inputs": args}, TOOL),
+    return FleetDocument(aggregate(entries, {"engine": "files", "inputs": args}),
                          view.text)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuron_env.fleet import verdict as V
+from neuron_env.report.envelope import envelope
 
 SCHEMA = "neuron-env.fleet/1"
 OK = ("pass", "warn")
@@ -79,17 +80,16 @@ def failing_checks(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(seen.values(), key=lambda f: (-f["count"], f["id"]))
 
 
-def aggregate(entries: list[Entry], source: dict[str, Any], tool: dict[str, str]
-              ) -> dict[str, Any]:
+def aggregate(entries: list[Entry], source: dict[str, Any]) -> dict[str, Any]:
     records = [instance(e) for e in entries]
     summary = dict.fromkeys(VERDICTS, 0)
     for r in records:
         summary[r["verdict"]] += 1
     summary["instances"] = len(records)
     bad = len(records) - summary["pass"] - summary["warn"]
-    return {"schema": SCHEMA, "tool": tool, "exit_code": 1 if bad else 0, "source": source,
-            "summary": summary, "failing_checks": failing_checks(records),
-            "unreachable": [{"id": r["id"], **r["unreachable"]} for r in records
-                            if r["unreachable"]],
-            "truncated": [r["id"] for r in records if r["truncated"]],
-            "drift": drift(records), "instances": records}
+    return envelope(SCHEMA, 1 if bad else 0, source=source, summary=summary,
+                    failing_checks=failing_checks(records),
+                    unreachable=[{"id": r["id"], **r["unreachable"]} for r in records
+                                 if r["unreachable"]],
+                    truncated=[r["id"] for r in records if r["truncated"]],
+                    drift=drift(records), instances=records)
