@@ -61,14 +61,19 @@ ReturnToService=2
 SlurmdTimeout=60
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
+HealthCheckProgram={d}/healthcheck.sh
+HealthCheckInterval={interval}
+HealthCheckNodeState=ANY
 NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem} State=UNKNOWN
 PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
 
 
 class SlurmCluster:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, health_interval: int = 5) -> None:
         self.dir = base
+        self.interval = health_interval
+        self.health_check = base / "healthcheck.sh"  # what slurmd runs every `interval` s
         self.node = socket.gethostname().split(".")[0]
         self.conf = base / "slurm.conf"
         self.munge_socket = base / "munge/munge.socket"
@@ -88,7 +93,15 @@ class SlurmCluster:
         cpus, mem = _hardware()
         self.conf.write_text(CONF.format(
             ctld_port=_free_port(), slurmd_port=_free_port(), munge_socket=self.munge_socket,
-            d=self.dir, node=self.node, cpus=cpus, mem=mem))
+            d=self.dir, node=self.node, cpus=cpus, mem=mem, interval=self.interval))
+        self.set_health_check("#!/bin/sh\nexit 0\n")
+
+    def set_health_check(self, script: str) -> None:
+        """Replace the HealthCheckProgram atomically (slurmd may be running it)."""
+        tmp = self.health_check.with_suffix(".tmp")
+        tmp.write_text(script)
+        tmp.chmod(0o755)
+        os.replace(tmp, self.health_check)
 
     def _spawn(self, argv: list[str]) -> None:
         log = open(self.dir / f"{Path(argv[0]).name}.out", "wb")  # noqa: SIM115
@@ -120,6 +133,13 @@ class SlurmCluster:
     def run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run(list(argv), capture_output=True, text=True, env=self.env,
                               timeout=timeout)
+
+    def wait_for(self, state: str, timeout: float = 60) -> str:
+        """Poll sinfo until the node's state is `state`; returns the last state seen."""
+        deadline = time.monotonic() + timeout
+        while (now := self.state()) != state and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return now
 
     def state(self) -> str:
         """The node's state as sinfo prints it (idle, drain, drng, ...)."""

@@ -5,6 +5,9 @@
 # --slurm-drain); a passing one resumes the node if neuron-env had drained it. Slurm kills a
 # health check after 60 s, so doctor runs under a @@TIMEOUT@@ s limit (+5 s to be killed).
 set -u
+# slurmd runs health checks with an almost empty environment (no PATH); ParallelCluster keeps
+# scontrol in /opt/slurm/bin
+export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:/opt/slurm/bin"
 NEURON_ENV="${NEURON_ENV:-@@NEURON_ENV@@}"
 LIMIT=@@TIMEOUT@@
 node="${SLURMD_NODENAME:-$(hostname -s)}"
