@@ -21,7 +21,7 @@ UNREACHABLE = {  # invocation status/details -> why the instance gave no report
     "ExecutionTimedOut": "timed-out", "Cancelled": "cancelled", "Terminated": "cancelled",
     "AccessDenied": "access-denied", "InvalidPlatform": "invalid-platform"}
 _IID = re.compile(r"^(i|mi)-[0-9a-f]{8,17}$")
-_RATE = re.compile(r"^[1-9][0-9]*%?$")
+_RATE = re.compile(r"^[0-9]+%?$")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ def parse_targets(spec: str) -> tuple[dict[str, Any], tuple[str, str] | None]:
 
 
 def check_rate(flag: str, value: str) -> str:
-    if not _RATE.match(value or "") or (value.endswith("%") and int(value[:-1]) > 100):
+    n = int(value.rstrip("%")) if _RATE.match(value or "") else -1
+    if n < (1 if flag == "--max-concurrency" else 0) or (value.endswith("%") and n > 100):
         raise UsageError(f"{flag} {value!r}: expected a count N or a percentage N%",
                          hint=f"e.g. {flag} 10 or {flag} 25%")
     return value
@@ -150,7 +151,7 @@ def collect(ssm, s3, o: FleetOptions, command_id: str, iid: str) -> Entry:
                      detail="SSM made no invocation: no SSM agent registered for it (agent, "
                      "instance profile AmazonSSMManagedInstanceCore, network to SSM)")
     status, details = inv.get("Status"), inv.get("StatusDetails")
-    if status not in ("Success", "Failed"):
+    if details in UNREACHABLE or status not in ("Success", "Failed"):
         why = UNREACHABLE.get(details) or UNREACHABLE.get(status) or "timed-out"
         return Entry(iid, f"ssm:{command_id}", unreachable=why,
                      detail=f"SSM invocation {status} ({details})")

@@ -161,9 +161,12 @@ def test_ssm_targets_rates_and_request():
     for bad in ("tag:cluster", "tag:=x", "web-1", "", ",".join([IID] * 51)):
         with pytest.raises(UsageError):
             ssm.parse_targets(bad)
-    for bad in ("0", "x", "101%", "-1", "5 %"):
+    for bad in ("x", "101%", "-1", "5 %", ""):
         with pytest.raises(UsageError):
             ssm.check_rate("--max-errors", bad)
+    with pytest.raises(UsageError):
+        ssm.check_rate("--max-concurrency", "0")
+    assert ssm.check_rate("--max-errors", "0") == "0"
     o = ssm.FleetOptions(targets="tag:a=b", max_concurrency="10%", max_errors="3",
                          s3_bucket="b", s3_prefix="/p/", timeout=300,
                          doctor_args=["--strict", "--only", "os, driver"])
@@ -199,3 +202,23 @@ def test_k8s_manifests_validate_against_kubernetes_schemas():
     assert "doctor --format npd --skip aws" in cm["neuron-env-check.sh"]
     with pytest.raises(UsageError):
         k8s.manifests(neuron_env="neuron-env")
+
+
+def test_poll_backs_off_until_the_command_ends(monkeypatch):
+    class FakeSSM:  # the ListCommands answers of a command that takes three polls
+        def __init__(self, *answers: str) -> None:
+            self.answers = list(answers)
+
+        def list_commands(self, CommandId):
+            return {"Commands": [{"CommandId": CommandId, "Status": self.answers.pop(0)}]}
+
+    slept: list[float] = []
+    monkeypatch.setattr(ssm.time, "sleep", slept.append)
+    three = FakeSSM("Pending", "InProgress", "InProgress", "Success")
+    assert ssm.poll(three, "c1", deadline=ssm.time.monotonic() + 60,
+                    poll_max=1.5)["Status"] == "Success"
+    assert slept == [0.5, 1.0, 1.5]
+    slept.clear()
+    assert ssm.poll(FakeSSM(*["InProgress"] * 5), "c2", deadline=ssm.time.monotonic() + 1.6,
+                    poll_max=10)["Status"] == "InProgress"  # the deadline ends it
+    assert slept == [0.5, 1.0]
