@@ -28,7 +28,9 @@ def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         return Entry(name, source, unreadable=f"not a doctor report (schema {schema!r}); "
                      "make it with `neuron-env doctor --format json`", **kw)
-    return Entry(instance_id(doc) or name, source, doc=doc, **kw)
+    # the SSM agent's key names the instance it ran on; elsewhere the report's own id wins
+    own = None if SSM_KEY.search(source) else instance_id(doc)
+    return Entry(own or name, source, doc=doc, **kw)
 
 
 def _files(arg: str) -> list[Path]:
