@@ -11,6 +11,7 @@ process that json.loads every file)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -39,11 +40,8 @@ def median_of(fn, runs: int) -> float:
 
 def bare(d: Path) -> None:
     for p in sorted(d.rglob("*.json")):
-        with open(p) as f:
-            try:
-                json.load(f)
-            except ValueError:
-                pass
+        with open(p) as f, contextlib.suppress(ValueError):
+            json.load(f)
 
 
 def fleet(d: Path) -> None:

@@ -7,11 +7,6 @@ denied from moto's IAM."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 
 import jsonschema
 import pytest
@@ -19,7 +14,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tests.helpers import roots
 from tests.helpers.throttle import ThrottlingProxy
-from tests.integration.conftest import ACCOUNT, aws_env, boto, free_port
+from tests.integration.conftest import ACCOUNT, aws_env, boto, moto_process
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/fleet.schema.json").read_text())
@@ -195,22 +190,8 @@ POLICIES = {
 @pytest.fixture(scope="module")
 def iam_moto():
     """moto with IAM checks on, after a setup phase without (users, bucket, instances)."""
-    port = free_port()
     setup_calls = 2 + 3 * len(POLICIES) + 2  # images, run, users, bucket
-    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(setup_calls))
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                             str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "moto did not start"
-                time.sleep(0.1)
+    with moto_process(setup_calls) as url:
         ids = launch(url, 2, tag="locked")
         iam, keys = boto("iam", url), {}
         for user, actions in POLICIES.items():
@@ -222,9 +203,6 @@ def iam_moto():
             keys[user] = (k["AccessKeyId"], k["SecretAccessKey"])
         boto("s3", url).create_bucket(Bucket="locked-out")
         yield url, keys, ids
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def locked(url, keys, user, *args):
