@@ -15,6 +15,7 @@ from neuron_env.fleet.aggregate import Entry
 from neuron_env.fleet.sources import parse
 
 STDOUT_LIMIT = 24000  # what GetCommandInvocation keeps of stdout
+COLLECTORS = 8  # GetCommandInvocation / GetObject calls in flight
 TERMINAL = {"Success", "Failed", "TimedOut", "Cancelled", "Cancelling"}
 UNREACHABLE = {  # invocation status/details -> why the instance gave no report
     "Undeliverable": "not-managed", "DeliveryTimedOut": "offline", "TimedOut": "timed-out",
@@ -110,7 +111,7 @@ def run(o: FleetOptions) -> tuple[list[Entry], dict[str, Any]]:
         cmd = ssm_fleet.send_command(ssm, **kw)
         status = poll(ssm, cmd["CommandId"], time.monotonic() + o.timeout + 120, o.poll_max)
         s3 = ssm_fleet.client("s3", o.region) if o.s3_bucket else None
-        entries = [collect(ssm, s3, o, cmd["CommandId"], iid) for iid in ids]
+        entries = collect_all(ssm, s3, o, cmd["CommandId"], ids)
     except AwsError as e:
         raise ConfigurationError(f"fleet doctor: {e.message}", hint=_hint(e.code)) from None
     source = {"engine": "ssm", "command_id": cmd["CommandId"], "targets": o.targets,
@@ -138,6 +139,15 @@ def poll(ssm, command_id: str, deadline: float, poll_max: float) -> dict[str, An
             return cmd
         time.sleep(delay)
         delay = min(delay * 2, poll_max)
+
+
+def collect_all(ssm, s3, o: FleetOptions, command_id: str, ids: list[str]) -> list[Entry]:
+    """Every instance's report, a few at a time (boto3 clients are thread-safe; throttling is
+    retried by botocore)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(COLLECTORS, len(ids))) as pool:
+        return list(pool.map(lambda iid: collect(ssm, s3, o, command_id, iid), ids))
 
 
 def collect(ssm, s3, o: FleetOptions, command_id: str, iid: str) -> Entry:

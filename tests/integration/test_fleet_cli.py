@@ -101,6 +101,10 @@ def test_doctor_engine_formats(tmp_path):
     assert fams["neuron_env_doctor_exit_code"].samples[0].value == 1
     assert fams["neuron_env_info"].samples[0].labels["runtime"] == "2.34.10.0-0e2a8f4ad"
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 1
+    for fmt in ("npd", "nhc"):  # doctor cannot run: still one line for the engine
+        broken = run_cli("doctor", "--matrix", "no-such", "--format", fmt)
+        assert broken.returncode == 2 and broken.stdout.count("\n") == 1
+        assert broken.stdout.startswith("ERROR: neuron-env: --matrix 'no-such'")
     textfile = tmp_path / "neuron_env.prom"
     run_cli("doctor", "--root", str(good), *args, "--report", f"prometheus:{textfile}")
     assert "neuron_env_doctor_verdict" in textfile.read_text()
