@@ -79,3 +79,22 @@ def launch_doc(kind: str, python: str | None, o: CollectivesOptions, nodes: int,
     script = launch.render(kind, me, python, o, nodes, nproc)
     return Document(envelope("neuron-env.collectives-launch/1", 0, launcher=kind,
                              nodes=nodes, script=script), lambda b: b["script"])
+
+
+def device_check(python_path: str, timeout: float = 300.0, device: str = "neuron"):
+    """`doctor --smoke --collectives`: a short all_reduce across the local ranks as ONE
+    result, `collectives.all_reduce`, with the launch result folded in when it failed."""
+    o = CollectivesOptions(device=device, ops=("all_reduce",), sizes=(8, 64 << 10, 1 << 20),
+                           iterations=3, timeout=timeout)
+    rep = run(python_path, o)
+    by_id = {r.id: r for r in rep.results}
+    main = by_id.get("collectives.all_reduce") or by_id["collectives.launch"]
+    if by_id["collectives.launch"].status != "pass":
+        main = by_id["collectives.launch"]
+    from dataclasses import replace
+
+    t = rep.target
+    return replace(main, id="collectives.all_reduce", summary=f"{t['world_size']} ranks "
+                   f"({t['backend']}): {main.summary}", details={
+        **(main.details or {}), "world_size": rep.target["world_size"],
+        "backend": rep.target["backend"], "rows": rep.extra["rows"]})
