@@ -68,6 +68,9 @@ def check_rate(flag: str, value: str) -> str:
 
 
 def remote_command(o: FleetOptions) -> str:
+    if any(a == "--format" or a.startswith("--format=") for a in o.doctor_args):
+        raise UsageError("--doctor-args: --format is set by fleet doctor (json)",
+                         hint="drop --format from --doctor-args")
     return shlex.join([o.neuron_env, "doctor", "--format", "json", *o.doctor_args])
 
 

@@ -6,6 +6,7 @@ the reason, a passing one resumes it; `srun neuron-env doctor` gathers reports f
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +23,9 @@ ONLY = "os,instance,driver"
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
     missing = slurm_helper.missing()
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster runs slurmctld/slurmd as root (SlurmUser=root); run as "
+                    "root, as CI does")
     if missing:
         pytest.skip(f"Slurm not installed ({', '.join(missing)} missing): apt-get install "
                     "slurm-wlm munge (.ci/run does)")

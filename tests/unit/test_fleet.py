@@ -179,6 +179,8 @@ def test_ssm_targets_rates_and_request():
     assert ssm.stdout_key("", "cmd", IID).startswith("cmd/")
     with pytest.raises(UsageError):
         ssm.send_args(ssm.FleetOptions(targets="tag:a=b", timeout=5), {})
+    with pytest.raises(UsageError):
+        ssm.send_args(ssm.FleetOptions(targets="tag:a=b", doctor_args=["--format=text"]), {})
 
 
 def test_k8s_manifests_validate_against_kubernetes_schemas():
@@ -222,3 +224,33 @@ def test_poll_backs_off_until_the_command_ends(monkeypatch):
     assert ssm.poll(FakeSSM(*["InProgress"] * 5), "c2", deadline=ssm.time.monotonic() + 1.6,
                     poll_max=10)["Status"] == "InProgress"  # the deadline ends it
     assert slept == [0.5, 1.0]
+
+
+def test_sources_read_a_directory_and_say_what_is_wrong(tmp_path):
+    from neuron_env.errors import ConfigurationError
+    from neuron_env.fleet.sources import from_args
+
+    (tmp_path / "a.json").write_text(json.dumps(report().serialize()))
+    (tmp_path / "b.json").write_text(json.dumps(report(FAIL).serialize()))  # same instance id
+    (tmp_path / "notes.txt").write_text("ignored")
+    got = from_args([str(tmp_path)])
+    assert [e.id for e in got] == [IID, f"{IID}#2"] and got[1].doc["exit_code"] == 1
+    with pytest.raises(ConfigurationError, match="no such file"):
+        from_args([str(tmp_path / "missing")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigurationError, match=r"no \*\.json reports"):
+        from_args([str(tmp_path / "empty")])
+    with pytest.raises(ConfigurationError, match="no reports given"):
+        from_args([])
+
+
+def test_fleet_text_view_shows_what_needs_attention():
+    from neuron_env.fleet import view
+
+    body = agg.aggregate(entries(), {"engine": "ssm", "command_id": "cmd-1"})
+    text = view.text(body)
+    assert text.startswith("fleet: 10 instances (5 pass, 3 fail, 1 unreachable, 1 unreadable)"
+                           "  [SSM command cmd-1]")
+    assert "i-0000000000000u01" in text and "i-00000000000000000" not in text  # passing: counted
+    assert "drift: torch: 2.13.0 ×6, 2.14.0 ×1" in text and text.endswith("verdict: FAIL\n")
+    assert "1 report(s) truncated at 24,000 characters" in text
