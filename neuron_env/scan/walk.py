@@ -141,7 +141,7 @@ class Walker:
     def entry(self, e: os.DirEntry, top: Path, ign: gitignore.Ignores, inside: str) -> None:
         rel = _rel(Path(e.path), top)
         is_link = e.is_symlink()
-        is_dir = e.is_dir(follow_symlinks=not is_link) if not is_link else os.path.isdir(e.path)
+        is_dir = os.path.isdir(e.path) if is_link else e.is_dir(follow_symlinks=False)
         if ign.ignored(rel, is_dir):
             return
         if is_dir:
