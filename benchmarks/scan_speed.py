@@ -112,9 +112,11 @@ def main() -> None:
           f"processes: {a.jobs}, runs: {a.runs} (medians)")
     samples: dict[str, list[tuple[float, float]]] = {"bare ast.parse": [],
                                                      "neuron-env scan": []}
-    for _ in range(a.runs):  # interleaved, so that a change of load hits both alike
+    for i in range(a.runs):  # interleaved, so that a change of load hits both alike
         samples["bare ast.parse"].append(timed(bare_parse, paths, a.jobs))
         samples["neuron-env scan"].append(timed(full_scan, a.tree, a.jobs))
+        print(f"run {i + 1}: " + ", ".join(f"{k} {v[-1][0]:.1f} s wall / {v[-1][1]:.1f} s CPU"
+                                           for k, v in samples.items()), flush=True)
     exe = None if a.no_torchfix else torchfix_exe(a.torchfix, True)
     if exe:
         samples["torchfix (1 run)"] = [timed(torchfix_run, exe, a.tree, a.jobs)]
