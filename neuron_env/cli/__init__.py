@@ -11,6 +11,7 @@ from neuron_env.cli import (  # noqa: F401
     install,
     instance,
     matrix,
+    scan,
     smoke,
 )
 from neuron_env.cli.app import app, main

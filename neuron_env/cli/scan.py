@@ -1,0 +1,64 @@
+"""`neuron-env scan PATH...`."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+
+import typer
+
+from neuron_env.cli.app import app, emit, split
+
+
+class ScanFmt(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+class Severity(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+    never = "never"
+
+
+@app.command()
+def scan(
+    paths: list[str] = typer.Argument(None, metavar="PATH...", help="Files or directories."),
+    matrix: str = typer.Option(None, "--matrix", help="The release whose rules apply (2.33; "
+                               "default the newest bundled) or a rules TOML file."),
+    format: ScanFmt = typer.Option(ScanFmt.text, "--format"),
+    select: list[str] = typer.Option(None, "--select", help="Only these rules (ids or "
+                                     "prefixes: xla, beta.float64), comma-separated."),
+    ignore: list[str] = typer.Option(None, "--ignore", help="Leave out these rules."),
+    fail_on: Severity = typer.Option(Severity.warning, "--fail-on", help="Exit 1 when a "
+                                     "finding is at least this severe."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 whatever is found."),
+    diff: bool = typer.Option(False, "--diff", help="Print the safe rewrites as a unified "
+                              "diff (applies with patch -p1); change nothing."),
+    fix: bool = typer.Option(False, "--fix", help="Apply the safe rewrites to the files."),
+    list_rules: bool = typer.Option(False, "--list-rules", help="Print the rules and exit."),
+    jobs: int = typer.Option(None, "--jobs", "-j", help="Processes (default: 1 for small "
+                             "trees, the CPU count for big ones)."),
+) -> None:
+    """Find what stands between a codebase and the native neuron device, from source alone:
+    XLA-era APIs, what the beta does not support, torch.compile settings, CUDA-only code."""
+    from neuron_env.commands import scan as cmd
+    from neuron_env.errors import UsageError
+
+    fmt = format.value
+
+    def produce():
+        if diff and fix:
+            raise UsageError("--diff and --fix together: --diff previews, --fix applies",
+                             hint="choose one")
+        if list_rules:
+            return cmd.list_rules(matrix, split(select), split(ignore), fmt)
+        return cmd.run(paths or [], matrix=matrix, select=split(select), ignore=split(ignore),
+                       fail_on=fail_on.value, exit_zero=exit_zero,
+                       mode="diff" if diff else "fix" if fix else "report", jobs=jobs,
+                       fmt=fmt, progress=cmd.terminal_progress if sys.stderr.isatty() else None)
+
+    # SARIF is a view of the scan Document (rendered by its own view), errors speak text
+    emit(produce, "json" if fmt == "json" else "text", cmd.SCHEMA)

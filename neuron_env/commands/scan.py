@@ -1,0 +1,108 @@
+"""`neuron-env scan PATH...`: what stands between a codebase and the native `neuron` device,
+from the source alone (never importing or running it). Returns a Document."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from neuron_env.errors import UsageError
+from neuron_env.report.envelope import envelope
+from neuron_env.report.model import Document
+from neuron_env.scan import document, engine, ruleset, views, walk
+
+SCHEMA = document.SCHEMA
+FAIL_ON = ("info", "warning", "error", "never")
+PROGRESS_MIN = 200
+
+
+def list_rules(matrix: str | None, select: list[str], ignore: list[str], fmt: str) -> Document:
+    rs = ruleset.load(ruleset.locate(matrix))
+    enabled = ruleset.select(rs, select, ignore)
+    body = envelope(SCHEMA, 0, matrix={"release": rs.release, "source": rs.path},
+                    rules=[rs.rules[i].serialize() for i in sorted(enabled)])
+    return Document(body, views.rules_text)
+
+
+def run(paths: list[str], *, matrix: str | None = None, select: list[str] = (),
+        ignore: list[str] = (), fail_on: str = "warning", exit_zero: bool = False,
+        mode: str = "report", jobs: int | None = None, fmt: str = "text",
+        progress: Callable[[int, int], None] | None = None) -> Document:
+    if fail_on not in FAIL_ON:
+        raise UsageError(f"--fail-on {fail_on}: expected one of {', '.join(FAIL_ON)}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: expected 1 or more")
+    if not paths:
+        raise UsageError("no path to scan", hint="e.g. neuron-env scan src/")
+    path = ruleset.locate(matrix)
+    rs = ruleset.load(path)
+    enabled = ruleset.select(rs, list(select), list(ignore))
+    tasks, skipped = walk.discover(list(paths))
+    results = engine.run(tasks, str(path), enabled, mode != "report", jobs, progress)
+    settings = {"select": sorted(enabled), "fail_on": fail_on, "exit_zero": exit_zero,
+                "mode": mode}
+    extra: dict[str, Any] = {}
+    changed = [r for r in results if r["new_text"] is not None]
+    if mode == "diff":
+        extra["diff"] = document.unified_diff(changed)
+    elif mode == "fix" and changed:
+        extra["fixes"] = apply_fixes(changed)
+        again = engine.run([t for t in tasks if t.rel in extra["fixes"]["files"]], str(path),
+                           enabled, False, 1)
+        redo = {r["path"]: r for r in again}
+        results = [redo.get(r["path"], r) for r in results]
+    elif mode == "fix":
+        extra["fixes"] = {"applied": 0, "files": [], "refused": []}
+    body = document.body(rs, enabled, list(paths), results, skipped, settings, **extra)
+    view = {"sarif": views.sarif}.get(fmt) or (views.diff if mode == "diff" else views.text)
+    return Document(body, view)
+
+
+def apply_fixes(changed: list[dict]) -> dict[str, Any]:
+    """Write each rewritten file atomically (same encoding, same mode); a file that changed
+    since it was read is left alone."""
+    from neuron_env.scan import source
+
+    applied, files, refused = 0, [], []
+    for r in changed:
+        try:
+            with open(r["abs"], "rb") as f:
+                now = source.decode(f.read()).text
+            if now != r["old_text"]:
+                refused.append({"path": r["path"], "reason": "changed during the scan"})
+                continue
+            _write_atomic(r["abs"], source.encode(r["new_text"], r["encoding"]))
+        except (OSError, UnicodeError) as e:
+            refused.append({"path": r["path"], "reason": str(e)})
+            continue
+        applied += r["edits"]
+        files.append(r["path"])
+    return {"applied": applied, "files": files, "refused": refused}
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".neuron-env-fix.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def terminal_progress(done: int, total: int) -> None:
+    """Progress on a terminal's stderr for big trees (never in pipelines)."""
+    if total >= PROGRESS_MIN and (done % 50 == 0 or done == total):
+        sys.stderr.write(f"\rscanned {done}/{total} files")
+        if done == total:
+            sys.stderr.write("\r" + " " * 40 + "\r")
+        sys.stderr.flush()

@@ -1,0 +1,1 @@
+"""scan: static rules (data, per release) and the analyzer; never imports the scanned code."""

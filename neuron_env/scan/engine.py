@@ -1,0 +1,123 @@
+"""Scanning files: one file at a time (bytes -> text -> hits, and the rewritten text when fixes
+are wanted), in this process or across a process pool. What comes back is plain data."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from neuron_env.scan import fixes, pyscan, ruleset, shscan, source
+from neuron_env.scan.walk import MAX_BYTES, Task
+
+_STATE: dict = {}
+UTF_BOMS = tuple(b for b, _ in source.BOMS)
+
+
+def init(rules_path: str, enabled: frozenset, want_fix: bool) -> None:
+    """Load the rules once per process (pool initializer, or in-process)."""
+    _STATE.update(rs=ruleset.load(Path(rules_path)), enabled=set(enabled), want_fix=want_fix)
+
+
+def scan_task(task: Task) -> dict:
+    out = {"path": task.rel, "abs": task.path, "kind": task.kind, "lines": 0, "hits": [],
+           "skipped": None, "new_text": None, "old_text": None, "encoding": None,
+           "edits": 0}
+    try:
+        with open(task.path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        out["skipped"] = f"unreadable: {e.strerror}"
+        return out
+    if len(data) > MAX_BYTES:
+        out["skipped"] = f"larger than {MAX_BYTES // (1024 * 1024)} MiB"
+        return out
+    if b"\0" in data[:8192] and not data.startswith(UTF_BOMS):
+        out["skipped"] = "binary (NUL bytes)"
+        return out
+    dec = source.decode(data)
+    out["lines"] = dec.text.count("\n") + 1
+    out["encoding"] = dec.encoding
+    rs, enabled = _STATE["rs"], _STATE["enabled"]
+    hits = []
+    if dec.note and "scan.encoding" in enabled:
+        hits.append(("scan.encoding", 1, 1, 1, 1, False, dec.note, None))
+    if task.kind == "python":
+        hits += _python(task, dec, out)
+    else:
+        for rid, n, a, b in shscan.scan(dec.text, rs, enabled, docker=task.kind == "docker"):
+            hits.append((rid, n, a + 1, n, b + 1, False, None, None))
+    out["hits"] = sorted(set(hits), key=lambda h: (h[1], h[2], h[0]))
+    return out
+
+
+def _python(task: Task, dec: source.Decoded, out: dict) -> list[tuple]:
+    rs, enabled = _STATE["rs"], _STATE["enabled"]
+    try:
+        tree = ast.parse(dec.text, filename=task.rel)
+    except SyntaxError as e:
+        if "scan.syntax" not in enabled:
+            return []
+        line = e.lineno or 1
+        return [("scan.syntax", line, max(e.offset or 1, 1), line, max(e.offset or 1, 1),
+                 False, f"{e.msg} (line {line})", None)]
+    except (ValueError, RecursionError, MemoryError) as e:
+        return [("scan.syntax", 1, 1, 1, 1, False, f"{type(e).__name__}: {e}", None)] \
+            if "scan.syntax" in enabled else []
+    an = pyscan.Analyzer(rs, enabled, dec.text, task.package)
+    raw = an.run(tree)
+    if not raw:
+        return []
+    lines = fixes.Lines(dec.text)
+    want_fix = _STATE["want_fix"] and not dec.lossy
+    hits, edits = [], []
+    for rid, node in raw:
+        rule = rs.rules[rid]
+        e = fixes.edit(rule, node, lines) if rule.fix else None
+        if e is not None and want_fix:
+            edits.append(e)
+        line, end_line = node.lineno, node.end_lineno
+        col = lines.column(line, node.col_offset) + 1
+        end_col = lines.column(end_line, node.end_col_offset) + 1
+        hits.append((rid, line, col, end_line, end_col, e is not None, None,
+                     _fingerprint(rid, lines.line(line))))
+    if edits:
+        new, count = fixes.apply(dec.text, edits, fixes.import_point(tree, lines),
+                                 an.module_binds_torch)
+        out.update(new_text=new, old_text=dec.text, edits=count)
+    return hits
+
+
+def _fingerprint(rid: str, line: str) -> str:
+    return hashlib.sha256(f"{rid}\0{line.strip()}".encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def default_jobs(n_files: int) -> int:
+    return 1 if n_files < 200 else max(1, min(os.cpu_count() or 1, 8))
+
+
+def run(tasks: list[Task], rules_path: str, enabled: set[str], want_fix: bool,
+        jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    jobs = jobs or default_jobs(len(tasks))
+    args = (rules_path, frozenset(enabled), want_fix)
+    results: list[dict] = []
+    if jobs <= 1 or len(tasks) <= 1:
+        init(*args)
+        it = map(scan_task, tasks)
+        return _collect(it, len(tasks), progress, results)
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunk = max(1, min(64, len(tasks) // (jobs * 8)))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=init, initargs=args) as ex:
+        return _collect(ex.map(scan_task, tasks, chunksize=chunk), len(tasks), progress,
+                        results)
+
+
+def _collect(it, total: int, progress, results: list[dict]) -> list[dict]:
+    for i, r in enumerate(it, 1):
+        results.append(r)
+        if progress is not None:
+            progress(i, total)
+    return results

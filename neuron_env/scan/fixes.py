@@ -1,0 +1,114 @@
+"""The safe mechanical rewrites (a rule's `fix` names one) and how edits are applied to a
+text. Pure: AST nodes and text in, (start, end, replacement) character edits out."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from neuron_env.scan.ruleset import Rule
+
+STRING = re.compile(r"""^(?P<p>[rRuU]?)(?P<q>'|")(?P<s>[^'"\\\n]*)(?P=q)$""")
+SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+class Lines:
+    """Maps AST positions (line, UTF-8 byte column) to offsets in the text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        for m in re.finditer(r"\r\n|\r|\n", text):
+            self.starts.append(m.end())
+
+    def line(self, n: int) -> str:
+        a = self.starts[n - 1]
+        b = self.starts[n] if n < len(self.starts) else len(self.text)
+        return self.text[a:b]
+
+    def column(self, n: int, byte_col: int) -> int:
+        """0-based character column of a byte column."""
+        s = self.line(n)
+        return byte_col if s.isascii() else len(s.encode("utf-8")[:byte_col].decode(
+            "utf-8", "replace"))
+
+    def offset(self, n: int, byte_col: int) -> int:
+        return self.starts[n - 1] + self.column(n, byte_col)
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return (self.offset(node.lineno, node.col_offset),
+                self.offset(node.end_lineno, node.end_col_offset))
+
+
+def edit(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str, bool] | None:
+    """(start, end, new text, needs `import torch`) or None when this occurrence is not safe."""
+    fixer = FIXERS.get(rule.fix or "")
+    return None if fixer is None else fixer(rule, node, lines)
+
+
+def _string(rule: Rule, node: ast.AST, lines: Lines):
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    a, b = lines.span(node)
+    m = STRING.match(lines.text[a:b])
+    if not m or m.group("s") != node.value or not rule.fix_from:
+        return None
+    new = re.sub(rule.fix_from, rule.fix_to or "", node.value, count=1)
+    return a, b, f"{m.group('p')}{m.group('q')}{new}{m.group('q')}", False
+
+
+def _device_call(rule: Rule, node: ast.AST, lines: Lines):
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return None
+    a, b = lines.span(node)
+    return a, b, 'torch.device("neuron")', True
+
+
+def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines):
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords or \
+            isinstance(node.args[0], ast.Starred):
+        return None
+    a, b = lines.span(node)
+    x, y = lines.span(node.args[0])
+    arg = lines.text[x:y]
+    if not isinstance(node.args[0], SIMPLE):
+        arg = f"({arg})"
+    return a, b, f"{arg}.step()", False
+
+
+FIXERS = {"string": _string, "device_call": _device_call, "optimizer_step": _optimizer_step}
+
+
+def apply(text: str, edits: list[tuple[int, int, str, bool]], import_at: int | None,
+          has_torch: bool) -> tuple[str, int]:
+    """The text with the non-overlapping edits applied (the first of overlapping ones wins;
+    a later --fix run takes the rest) and `import torch` added where an edit needs it.
+    Returns (new text, number of edits applied)."""
+    chosen, end = [], -1
+    for e in sorted(edits, key=lambda e: (e[0], -e[1])):
+        if e[0] >= end:
+            chosen.append(e)
+            end = e[1]
+    count = len(chosen)
+    if any(e[3] for e in chosen) and not has_torch and import_at is not None:
+        nl = "\r\n" if "\r\n" in text else "\n"
+        chosen.append((import_at, import_at, "import torch" + nl, False))
+    out, pos = [], 0
+    for a, b, new, _ in sorted(chosen, key=lambda e: (e[0], e[1])):
+        out.append(text[pos:a])
+        out.append(new)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out), count
+
+
+def import_point(tree: ast.Module, lines: Lines) -> int:
+    """Where `import torch` goes: after the docstring and `from __future__` imports."""
+    for st in tree.body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and \
+                isinstance(st.value.value, str) and st is tree.body[0]:
+            continue
+        if isinstance(st, ast.ImportFrom) and st.module == "__future__":
+            continue
+        return lines.starts[st.lineno - 1]
+    return len(lines.text)

@@ -1,0 +1,106 @@
+"""The views of a neuron-env.scan/1 body: text grouped by file, SARIF 2.1.0 (GitHub code
+scanning), the diff, the rule list. Pure: body in, text out."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+from typing import Any
+from urllib.parse import quote
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def text(doc: dict[str, Any]) -> str:
+    lines: list[str] = []
+    fixes = doc.get("fixes")
+    if fixes:
+        lines.append(f"fixed {fixes['applied']} finding(s) in {len(fixes['files'])} file(s):")
+        lines += [f"  {p}" for p in fixes["files"]]
+        lines += [f"  not fixed: {p['path']}: {p['reason']}" for p in fixes["refused"]]
+        lines.append("")
+    for path, group in groupby(doc["findings"], key=lambda f: f["path"]):
+        lines.append(path)
+        for f in group:
+            lines.append(f"  {path}:{f['line']}:{f['column']}: {f['severity']:<7} "
+                         f"{f['rule']}  {f['message']}")
+            lines.append(f"      -> {f['replacement']}" + ("  [fixable]" if f["fixable"]
+                                                           else ""))
+        lines.append("")
+    lines += [f"skipped {s['path']}: {s['reason']}" for s in doc["files"]["skipped"]]
+    lines.append(summary(doc))
+    return "\n".join(lines) + "\n"
+
+
+def summary(doc: dict[str, Any]) -> str:
+    c, files = doc["counts"], doc["files"]
+    sev = c["by_severity"]
+    with_findings = len({f["path"] for f in doc["findings"]})
+    s = (f"{c['total']} finding(s) ({sev['error']} error, {sev['warning']} warning, "
+         f"{sev['info']} info) in {with_findings} of {len(files['scanned'])} file(s), "
+         f"{files['lines']} lines; {len(files['skipped'])} skipped; rules of Neuron "
+         f"{doc['matrix']['release']}.")
+    if c["fixable"] and not doc.get("fixes"):
+        s += f" {c['fixable']} fixable: --diff to preview, --fix to apply."
+    return s
+
+
+def diff(doc: dict[str, Any]) -> str:
+    return doc.get("diff", "")
+
+
+def rules_text(doc: dict[str, Any]) -> str:
+    lines = [f"scan rules of Neuron {doc['matrix']['release']} ({doc['matrix']['source']})", ""]
+    for r in doc["rules"]:
+        lines.append(f"{r['id']:<22} {r['severity']:<7} {r['summary']}"
+                     + ("  [fixable]" if r["fixable"] else ""))
+        lines.append(f"{'':<22} -> {r['replacement']}")
+        lines.append(f"{'':<22}    {r['docs']}")
+    return "\n".join(lines) + "\n"
+
+
+def sarif(doc: dict[str, Any]) -> str:
+    rules = doc["rules"]
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    seen: dict[tuple, int] = {}
+    results = []
+    for f in doc["findings"]:
+        key = (f["rule"], f["path"], f["fingerprint"])
+        seen[key] = seen.get(key, 0) + 1
+        res = {"ruleId": f["rule"], "ruleIndex": index[f["rule"]], "level": LEVEL[f["severity"]],
+               "message": {"text": f"{f['message']}. Native replacement: {f['replacement']}"},
+               "locations": [_location(f["path"], f)]}
+        if f["fingerprint"]:
+            res["partialFingerprints"] = {"neuronEnvLineHash/v1":
+                                          f"{f['fingerprint']}:{seen[key]}"}
+        results.append(res)
+    notes = [{"level": "note", "message": {"text": f"skipped: {s['reason']}"},
+              "locations": [_location(s["path"], None)]} for s in doc["files"]["skipped"]]
+    run = {"tool": {"driver": {"name": "neuron-env", "version": doc["tool"]["version"],
+                               "rules": [_rule(r) for r in rules]}},
+           "results": results, "columnKind": "unicodeCodePoints",
+           "invocations": [{"executionSuccessful": True,
+                            "toolExecutionNotifications": notes}]}
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]},
+                      indent=2) + "\n"
+
+
+def _rule(r: dict[str, Any]) -> dict[str, Any]:
+    return {"id": r["id"], "name": r["id"].replace(".", "_"),
+            "shortDescription": {"text": r["summary"]},
+            "fullDescription": {"text": r["message"]},
+            "help": {"text": f"Native replacement: {r['replacement']}\nDocs: {r['docs']}"},
+            "helpUri": r["docs"], "defaultConfiguration": {"level": LEVEL[r["severity"]]},
+            "properties": {"tags": ["neuron", r["id"].split(".")[0]]}}
+
+
+def _location(path: str, f: dict[str, Any] | None) -> dict[str, Any]:
+    uri = quote(path) if not path.startswith("/") else "file://" + quote(path)
+    loc: dict[str, Any] = {"artifactLocation": {"uri": uri}}
+    if not path.startswith("/"):
+        loc["artifactLocation"]["uriBaseId"] = "%SRCROOT%"
+    if f is not None:
+        loc["region"] = {"startLine": f["line"], "startColumn": f["column"],
+                         "endLine": f["end_line"], "endColumn": f["end_column"]}
+    return {"physicalLocation": loc}
