@@ -1,44 +1,67 @@
-"""The device tensor: a wrapper subclass whose aten ops run on the CPU tensor it holds."""
+"""The device tensor: a wrapper subclass whose aten ops run on the CPU tensor it holds.
+
+Each NeuronTensor carries its device index (`neuron:0` … `neuron:N-1`); an op's result lands on
+its inputs' device, a factory's on the `device=` it names (or the current device). Tensors of
+two devices in one op are an error, as on a real accelerator.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch.utils._pytree import tree_map
 
-from neuron_emulator import _fallback, _faults
+from neuron_emulator import _devices, _fallback, _faults, _limits, _memory, _rng
 
 aten = torch.ops.aten
-DEVICE = torch.device("neuron", 0)  # valid once the backend is renamed to "neuron"
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+_DEVICES = [torch.device("neuron", i) for i in range(_devices.COUNT)]
 
 
 class NeuronTensor(torch.Tensor):
-    """A tensor on the emulated `neuron` device; its data is the CPU tensor `_elem`."""
+    """A tensor on an emulated `neuron` device; its data is the CPU tensor `_elem`."""
 
     _elem: torch.Tensor
-    __slots__ = ("_elem",)
+    _dev: int
 
     @staticmethod
-    def __new__(cls, elem: torch.Tensor):
+    def __new__(cls, elem: torch.Tensor, index: int = 0):
         r = torch.Tensor._make_wrapper_subclass(
             cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
-            dtype=elem.dtype, layout=elem.layout, device=DEVICE, requires_grad=False,
+            dtype=elem.dtype, layout=elem.layout, device=_DEVICES[index], requires_grad=False,
         )
         r._elem = elem
+        r._dev = index
+        r._mem = _memory.track(elem, index)
         return r
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    # a traceable wrapper subclass: torch.compile / AOTAutograd trace through __torch_dispatch__
+    def __tensor_flatten__(self):
+        return ["_elem"], self._dev
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return NeuronTensor(inner["_elem"], ctx or 0)
 
     def __repr__(self, *, tensor_contents=None) -> str:
         body = repr(self._elem.detach())
         inner = body[len("tensor("):-1] if body.startswith("tensor(") else body
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({inner}, device='neuron:0'{grad})"
+        return f"tensor({inner}, device='neuron:{self._dev}'{grad})"
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:
             return format(self.item(), spec)
         return repr(self)
+
+    def data_ptr(self) -> int:
+        return self._elem.data_ptr()
+
+    def untyped_storage(self):
+        """The host storage holding the data (its device says cpu: the emulation shows here).
+        Resizing it frees or re-allocates the data, as FSDP2 does with unsharded parameters."""
+        return self._elem.untyped_storage()
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -49,17 +72,32 @@ def unwrap(x):
     return x._elem if isinstance(x, NeuronTensor) else x
 
 
-def _device_of(kwargs) -> torch.device | None:
+def _index_of_kwarg(kwargs) -> int | None:
     d = kwargs.get("device")
-    return torch.device(d) if d is not None else None
+    if d is None:
+        return None
+    d = torch.device(d)
+    return _devices.index_of(d) if d.type == "neuron" else None
 
 
-def _check_devices(args, kwargs) -> None:
-    """Like a real device: a CPU tensor (other than a 0-dim scalar) in a neuron op is an error."""
+def _device_index(args, kwargs) -> int:
+    """The device of an op: its neuron inputs' (all the same), else the current device; a CPU
+    tensor (other than a 0-dim scalar) among neuron inputs is an error, as on a real device."""
+    found = None
     for x in _tensors((args, kwargs)):
-        if not isinstance(x, NeuronTensor) and x.device.type != "meta" and x.dim() > 0:
-            raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                               f"least two devices, neuron:0 and {x.device}!")
+        if isinstance(x, NeuronTensor):
+            if found is None:
+                found = x._dev
+            elif x._dev != found:
+                _mixed(f"neuron:{found}", f"neuron:{x._dev}")
+        elif x.device.type != "meta" and x.dim() > 0:
+            _mixed(f"neuron:{found if found is not None else _devices.current()}", x.device)
+    return _devices.current() if found is None else found
+
+
+def _mixed(a, b):
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {a} and {b}!")
 
 
 def _tensors(tree):
@@ -70,10 +108,16 @@ def _tensors(tree):
 
 def _to_copy(func, args, kwargs):
     src = args[0]
-    dev = _device_of(kwargs)
+    _limits.check_layout(src)
+    dst = _index_of_kwarg(kwargs)
     kw = {k: v for k, v in kwargs.items() if k != "device"}
     out = aten._to_copy.default(unwrap(src), **kw)
-    return out if dev is not None and dev.type != "neuron" else NeuronTensor(out)
+    d = kwargs.get("device")
+    if d is not None and torch.device(d).type != "neuron":
+        return out
+    return NeuronTensor(_limits.as_device_dtype(out), src._dev if dst is None and
+                        isinstance(src, NeuronTensor) else
+                        _devices.current() if dst is None else dst)
 
 
 def _copy(func, args, kwargs):
@@ -84,7 +128,13 @@ def _copy(func, args, kwargs):
     return dst.copy_(unwrap(src), *args[2:], **kwargs)  # neuron -> cpu
 
 
-_SPECIAL = {aten._to_copy.default: _to_copy, aten.copy_.default: _copy}
+def _record_stream(func, args, kwargs):
+    return None  # every emulated op is synchronous: nothing to keep alive
+
+
+_SPECIAL = {aten._to_copy.default: _to_copy, aten.copy_.default: _copy,
+            aten.record_stream.default: _record_stream}
+_RESIZERS = {"resize_", "set_", "resize_as_"}
 
 
 def dispatch(func, args, kwargs):
@@ -92,23 +142,29 @@ def dispatch(func, args, kwargs):
     _fallback.note(func)
     if func in _SPECIAL:  # the only ops allowed to cross devices
         return _SPECIAL[func](func, args, kwargs)
-    _check_devices(args, kwargs)
+    _limits.check_op(func)
+    index = _device_index(args, kwargs)
     if "device" in kwargs:
         kwargs = dict(kwargs, device="cpu")
     inputs = {id(t._elem): t for t in _tensors((args, kwargs)) if isinstance(t, NeuronTensor)}
-    out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
+    out = _rng.call(func, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
     out = _faults.after(func, out)
-    return tree_map(lambda x: _rewrap(x, inputs), out)
+    resized = func.overloadpacket.__name__ in _RESIZERS
+    return tree_map(lambda x: _rewrap(x, inputs, index, resized), out)
 
 
-def _rewrap(x, inputs):
+def _rewrap(x, inputs, index, resized=False):
     if not isinstance(x, torch.Tensor) or isinstance(x, NeuronTensor):
         return x
     same = inputs.get(id(x))
     if same is not None:  # in-place or out=: hand back the caller's tensor, metadata synced
         resync(same)
+        if resized:
+            _memory.retrack(same)
         return same
-    return NeuronTensor(x) if x.device.type == "cpu" else x
+    if x.device.type != "cpu":
+        return x
+    return NeuronTensor(_limits.as_device_dtype(x), index)
 
 
 def resync(t: NeuronTensor) -> None:
@@ -118,20 +174,24 @@ def resync(t: NeuronTensor) -> None:
             t.storage_offset() == e.storage_offset():
         return
     aten.set_.source_Storage_storage_offset.redispatch(
-        _META, t, t.untyped_storage(), e.storage_offset(), e.shape, e.stride())
+        _META, t, torch.Tensor.untyped_storage(t), e.storage_offset(), e.shape, e.stride())
 
 
 def factory(op, *args, **kwargs):
     """PrivateUse1 boxed fallback: ops that reach the device key without a device tensor
-    (torch.randn(..., device="neuron"), the empty tensor behind .to("neuron"))."""
+    (torch.randn(..., device="neuron:1"), the empty tensor behind .to("neuron"))."""
     _fallback.note(op)
+    _limits.check_op(op)
+    index = _index_of_kwarg(kwargs)
+    index = _devices.current() if index is None else index
     if op.overloadpacket.__name__ in ("empty", "empty_strided") and args:
-        _faults.check_allocation(args[0], kwargs.get("dtype"))
+        _memory.check_allocation(args[0], kwargs.get("dtype"), index)
     if "device" in kwargs:
         kwargs = dict(kwargs, device="cpu")
-    out = op(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
-    return tree_map(lambda x: NeuronTensor(x) if isinstance(x, torch.Tensor) and
-                    not isinstance(x, NeuronTensor) and x.device.type == "cpu" else x, out)
+    out = _rng.call(op, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
+    return tree_map(lambda x: NeuronTensor(_limits.as_device_dtype(x), index)
+                    if isinstance(x, torch.Tensor) and not isinstance(x, NeuronTensor)
+                    and x.device.type == "cpu" else x, out)
 
 
 def copy_from(src, dst, non_blocking=False):
