@@ -16,6 +16,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 EMULATED = True
 
+from neuron_emulator._errors import (  # noqa: E402
+    NeuronBetaLimitationError,
+    NeuronFloat64Warning,
+)
 from neuron_emulator._fallback import (  # noqa: E402
     NATIVE_OPS,
     NeuronFallbackWarning,
@@ -45,8 +49,10 @@ load(from_autoload=True)
 __all__ = [
     "EMULATED",
     "NATIVE_OPS",
+    "NeuronBetaLimitationError",
     "NeuronEmulatorWarning",
     "NeuronFallbackWarning",
+    "NeuronFloat64Warning",
     "clear_fallback_ops",
     "get_executed_ops",
     "get_fallback_ops",

@@ -13,18 +13,13 @@ import warnings
 
 import torch
 
+from neuron_emulator._errors import NeuronBetaLimitationError, NeuronFloat64Warning
+
 DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/"
 _warned: set[str] = set()
 _checked: dict = {}
-_functorch_active = torch._C._are_functorch_transforms_active
 
 
-class NeuronBetaLimitationError(RuntimeError):
-    """Something the TorchNeuron beta does not support was asked of the (emulated) device."""
-
-
-class NeuronFloat64Warning(UserWarning):
-    """float64 on the neuron device runs as float32."""
 
 
 def _unsupported(what: str) -> None:
@@ -54,8 +49,12 @@ def check_op(func) -> None:
         kind = _checked[func] = _kind(func)
     if kind is not None:
         _unsupported(kind)
-    if _functorch_active():
-        _unsupported("a torch.func transform (vmap, grad, jacrev, …)")
+
+
+def round_float64(x: torch.Tensor) -> None:
+    """In place: float64 device data written by a copy is rounded through float32."""
+    if x.dtype is torch.float64:
+        x.copy_(as_device_dtype(x))
 
 
 def as_device_dtype(x: torch.Tensor) -> torch.Tensor:
@@ -68,3 +67,66 @@ def as_device_dtype(x: torch.Tensor) -> torch.Tensor:
                       "computed as float32 (precision is lost)", NeuronFloat64Warning,
                       stacklevel=5)
     return x.float().double() if x.numel() else x
+
+
+_TRANSFORMS = ("vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+               "linearize", "functionalize")
+
+
+def _on_device(tree) -> bool:
+    from torch.utils._pytree import tree_leaves
+
+    return any(isinstance(x, torch.Tensor) and x.device.type == "neuron"
+               for x in tree_leaves(tree))
+
+
+def _guard_transform(name: str, transform):
+    def wrapped(func, *targs, **tkwargs):
+        inner = transform(func, *targs, **tkwargs)
+
+        def run(*args, **kwargs):
+            if _on_device((args, kwargs)):
+                _unsupported(f"torch.func.{name} (a torch.func transform) on neuron tensors")
+            return inner(*args, **kwargs)
+        return run
+    wrapped.__name__ = name
+    wrapped.__doc__ = transform.__doc__
+    return wrapped
+
+
+def install_transform_guards() -> None:
+    """torch.func transforms refuse neuron tensors, as the beta does not support them. (The
+    device dispatch cannot see a transform in flight, so the transforms themselves check.)"""
+    import torch.func
+
+    for name in _TRANSFORMS:
+        original = getattr(torch.func, name, None)
+        if original is not None:
+            setattr(torch.func, name, _guard_transform(name, original))
+    torch.vmap = torch.func.vmap
+
+
+_ENGINE_ASSERT = "device_ready_queues_"
+
+
+def install_backward_message() -> None:
+    """torch 2.13's Python device guard tells the autograd engine there is one device, so a
+    backward pass through neuron:1+ tensors trips an internal assert; say what it means."""
+    import torch.autograd
+    import torch.autograd.graph as graph
+
+    original = graph._engine_run_backward
+
+    def run(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except RuntimeError as e:
+            if _ENGINE_ASSERT not in str(e):
+                raise
+            raise NeuronBetaLimitationError(
+                "neuron (emulated): autograd (backward) through tensors on neuron:1 or higher "
+                "is not supported by the emulator in one process (torch's Python device guard "
+                "reports a single device to the autograd engine). Train on neuron:0, or run "
+                "one process per device (torchrun), each on its own neuron:0.") from e
+    graph._engine_run_backward = run
+    torch.autograd._engine_run_backward = run  # imported there by name

@@ -90,7 +90,7 @@ def _load(from_autoload: bool) -> bool:
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module)
-    from neuron_emulator import _accelerator, _neuronx, _rng, _tensor  # need the "neuron" name
+    from neuron_emulator import _accelerator, _limits, _neuronx, _rng, _tensor  # need "neuron"
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
@@ -100,7 +100,10 @@ def _load(from_autoload: bool) -> bool:
     _autocast.register(_libs)
     _accelerator.install(module)
     _rng.install()
+    _tensor.register_serialization()
     _neuronx.install()
+    _limits.install_transform_guards()
+    _limits.install_backward_message()
     _register_distributed()
     _state.update(loaded=True, reason="loaded")
     return True

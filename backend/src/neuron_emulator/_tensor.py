@@ -58,10 +58,11 @@ class NeuronTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self._elem.data_ptr()
 
-    def untyped_storage(self):
-        """The host storage holding the data (its device says cpu: the emulation shows here).
-        Resizing it frees or re-allocates the data, as FSDP2 does with unsharded parameters."""
-        return self._elem.untyped_storage()
+    def __reduce_ex__(self, protocol):
+        """torch.save: as a backend without storage (torch's own path for those); torch.load
+        brings it back to the device, or wherever map_location says."""
+        return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
+                (self._elem.detach().clone(), self.dtype, str(self.device), self.requires_grad))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -124,6 +125,7 @@ def _copy(func, args, kwargs):
     dst, src = args[0], args[1]
     if isinstance(dst, NeuronTensor):
         dst._elem.copy_(unwrap(src), *args[2:], **kwargs)
+        _limits.round_float64(dst._elem)
         return dst
     return dst.copy_(unwrap(src), *args[2:], **kwargs)  # neuron -> cpu
 
@@ -174,7 +176,7 @@ def resync(t: NeuronTensor) -> None:
             t.storage_offset() == e.storage_offset():
         return
     aten.set_.source_Storage_storage_offset.redispatch(
-        _META, t, torch.Tensor.untyped_storage(t), e.storage_offset(), e.shape, e.stride())
+        _META, t, t.untyped_storage(), e.storage_offset(), e.shape, e.stride())
 
 
 def factory(op, *args, **kwargs):
@@ -198,6 +200,17 @@ def copy_from(src, dst, non_blocking=False):
     """aten::_copy_from for PrivateUse1: torch.tensor(..., device="neuron") lands here."""
     if isinstance(dst, NeuronTensor):
         dst._elem.copy_(unwrap(src))
+        _limits.round_float64(dst._elem)
     else:
         dst.copy_(unwrap(src))
     return dst
+
+
+def _keep_on_host(storage, location: str):
+    """torch.load: a storage tagged `neuron[:i]` stays in host memory (a Python backend has no
+    device allocator to move it to); the tensor around it is rebuilt on the device."""
+    return storage if location.startswith("neuron") else None
+
+
+def register_serialization() -> None:
+    torch.serialization.register_package(5, lambda obj: None, _keep_on_host)
