@@ -20,8 +20,6 @@ _warned: set[str] = set()
 _checked: dict = {}
 
 
-
-
 def _unsupported(what: str) -> None:
     raise NeuronBetaLimitationError(
         f"neuron (emulated): {what} is not supported on the neuron device in the TorchNeuron "

@@ -16,6 +16,7 @@ import torch
 MEMORY_BYTES = int(float(os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "96")) * (1 << 30))
 _lock = threading.Lock()
 _refs: dict[int, list] = {}  # storage data_ptr -> [wrapper count, nbytes, device]
+_cells: dict = {}  # id(weakref to a host tensor) -> (that weakref, its cell); cheaper than finalize
 _stats: dict[int, dict[str, int]] = {}
 
 
@@ -73,8 +74,19 @@ def track(elem: torch.Tensor, index: int) -> list:
     cell = [key, index]
     if key:
         _acquire(key, st.nbytes(), index)
-        weakref.finalize(elem, _release, cell)
+        _watch(elem, cell)
     return cell
+
+
+def _dead(ref) -> None:
+    entry = _cells.pop(id(ref), None)
+    if entry is not None:
+        _release(entry[1])
+
+
+def _watch(elem: torch.Tensor, cell: list) -> None:
+    ref = weakref.ref(elem, _dead)
+    _cells[id(ref)] = (ref, cell)
 
 
 def retrack(wrapper) -> None:
@@ -89,7 +101,7 @@ def retrack(wrapper) -> None:
     if cell[0]:
         _acquire(cell[0], st.nbytes(), cell[1])
         if not had:
-            weakref.finalize(wrapper._elem, _release, cell)
+            _watch(wrapper._elem, cell)
 
 
 def check_allocation(shape, dtype, index: int) -> None:

@@ -13,6 +13,7 @@ from torch.utils._pytree import tree_map
 from neuron_emulator import _devices, _fallback, _faults, _limits, _memory, _rng
 
 aten = torch.ops.aten
+Tensor = torch.Tensor
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 _DEVICES = [torch.device("neuron", i) for i in range(_devices.COUNT)]
 
@@ -81,30 +82,36 @@ def _index_of_kwarg(kwargs) -> int | None:
     return _devices.index_of(d) if d.type == "neuron" else None
 
 
-def _device_index(args, kwargs) -> int:
-    """The device of an op: its neuron inputs' (all the same), else the current device; a CPU
-    tensor (other than a 0-dim scalar) among neuron inputs is an error, as on a real device."""
+def _scan(args, kwargs):
+    """One pass over an op's arguments (aten nests at most one list deep): the op's device
+    index and its device inputs by host-tensor id. A CPU tensor (other than a 0-dim scalar)
+    among neuron inputs, or two neuron devices, is an error, as on a real device."""
     found = None
-    for x in _tensors((args, kwargs)):
-        if isinstance(x, NeuronTensor):
-            if found is None:
-                found = x._dev
-            elif x._dev != found:
-                _mixed(f"neuron:{found}", f"neuron:{x._dev}")
-        elif x.device.type != "meta" and x.dim() > 0:
-            _mixed(f"neuron:{found if found is not None else _devices.current()}", x.device)
-    return _devices.current() if found is None else found
+    inputs = {}
+    for group in (args, kwargs.values()):
+        for a in group:
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(x, NeuronTensor):
+                    inputs[id(x._elem)] = x
+                    if found is None:
+                        found = x._dev
+                    elif x._dev != found:
+                        _mixed(f"neuron:{found}", f"neuron:{x._dev}")
+                elif isinstance(x, Tensor) and x.dim() > 0 and x.device.type != "meta":
+                    _mixed(f"neuron:{_devices.current() if found is None else found}",
+                           x.device)
+    return (_devices.current() if found is None else found), inputs
+
+
+def _unwrap_all(seq):
+    return [x._elem if isinstance(x, NeuronTensor) else
+            [y._elem if isinstance(y, NeuronTensor) else y for y in x]
+            if isinstance(x, (list, tuple)) else x for x in seq]
 
 
 def _mixed(a, b):
     raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
                        f"devices, {a} and {b}!")
-
-
-def _tensors(tree):
-    out = []
-    tree_map(lambda x: out.append(x) if isinstance(x, torch.Tensor) else None, tree)
-    return out
 
 
 def _to_copy(func, args, kwargs):
@@ -136,7 +143,8 @@ def _record_stream(func, args, kwargs):
 
 _SPECIAL = {aten._to_copy.default: _to_copy, aten.copy_.default: _copy,
             aten.record_stream.default: _record_stream}
-_RESIZERS = {"resize_", "set_", "resize_as_"}
+_RESIZER_OPS = frozenset(getattr(getattr(aten, n), o) for n in ("resize_", "set_", "resize_as_")
+                         for o in getattr(aten, n).overloads())
 
 
 def dispatch(func, args, kwargs):
@@ -145,18 +153,25 @@ def dispatch(func, args, kwargs):
     if func in _SPECIAL:  # the only ops allowed to cross devices
         return _SPECIAL[func](func, args, kwargs)
     _limits.check_op(func)
-    index = _device_index(args, kwargs)
-    if "device" in kwargs:
-        kwargs = dict(kwargs, device="cpu")
-    inputs = {id(t._elem): t for t in _tensors((args, kwargs)) if isinstance(t, NeuronTensor)}
-    out = _rng.call(func, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
+    index, inputs = _scan(args, kwargs)
+    if kwargs:
+        kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+        if "device" in kwargs:
+            kwargs["device"] = "cpu"
+    out = _rng.call(func, _unwrap_all(args), kwargs, index)
     out = _faults.after(func, out)
-    resized = func.overloadpacket.__name__ in _RESIZERS
-    return tree_map(lambda x: _rewrap(x, inputs, index, resized), out)
+    resized = func in _RESIZER_OPS
+    if isinstance(out, Tensor):
+        return _rewrap(out, inputs, index, resized)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_rewrap(x, inputs, index, resized) if isinstance(x, Tensor) else
+                         [_rewrap(y, inputs, index, resized) for y in x]
+                         if isinstance(x, list) else x for x in out)
+    return out
 
 
 def _rewrap(x, inputs, index, resized=False):
-    if not isinstance(x, torch.Tensor) or isinstance(x, NeuronTensor):
+    if isinstance(x, NeuronTensor):
         return x
     same = inputs.get(id(x))
     if same is not None:  # in-place or out=: hand back the caller's tensor, metadata synced
