@@ -83,30 +83,50 @@ def _index_of_kwarg(kwargs) -> int | None:
 
 
 def _scan(args, kwargs):
-    """One pass over an op's arguments (aten nests at most one list deep): the op's device
-    index and its device inputs by host-tensor id. A CPU tensor (other than a 0-dim scalar)
-    among neuron inputs, or two neuron devices, is an error, as on a real device."""
-    found = None
-    inputs = {}
+    """One pass over an op's arguments: the op's device index and its device inputs by
+    host-tensor id. A CPU tensor (other than a 0-dim scalar) among neuron inputs, or two neuron
+    devices, is an error, as on a real device."""
+    seen = [None, {}]  # device index, inputs
     for group in (args, kwargs.values()):
         for a in group:
-            for x in (a if isinstance(a, (list, tuple)) else (a,)):
-                if isinstance(x, NeuronTensor):
-                    inputs[id(x._elem)] = x
-                    if found is None:
-                        found = x._dev
-                    elif x._dev != found:
-                        _mixed(f"neuron:{found}", f"neuron:{x._dev}")
-                elif isinstance(x, Tensor) and x.dim() > 0 and x.device.type != "meta":
-                    _mixed(f"neuron:{_devices.current() if found is None else found}",
-                           x.device)
-    return (_devices.current() if found is None else found), inputs
+            if isinstance(a, (list, tuple)):
+                _scan_list(a, seen)
+            elif isinstance(a, Tensor):
+                _scan_one(a, seen)
+    found = seen[0]
+    return (_devices.current() if found is None else found), seen[1]
+
+
+def _scan_list(items, seen) -> None:
+    for x in items:
+        if isinstance(x, (list, tuple)):  # c10d ops take lists of lists
+            _scan_list(x, seen)
+        elif isinstance(x, Tensor):
+            _scan_one(x, seen)
+
+
+def _scan_one(x, seen) -> None:
+    if isinstance(x, NeuronTensor):
+        seen[1][id(x._elem)] = x
+        if seen[0] is None:
+            seen[0] = x._dev
+        elif x._dev != seen[0]:
+            _mixed(f"neuron:{seen[0]}", f"neuron:{x._dev}")
+    elif x.dim() > 0 and x.device.type != "meta":
+        _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
 
 
 def _unwrap_all(seq):
     return [x._elem if isinstance(x, NeuronTensor) else
-            [y._elem if isinstance(y, NeuronTensor) else y for y in x]
-            if isinstance(x, (list, tuple)) else x for x in seq]
+            _unwrap_all(x) if isinstance(x, (list, tuple)) else x for x in seq]
+
+
+def _rewrap_all(out, inputs, index, resized):
+    if isinstance(out, Tensor):
+        return _rewrap(out, inputs, index, resized)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_rewrap_all(x, inputs, index, resized) for x in out)
+    return out
 
 
 def _mixed(a, b):
@@ -160,14 +180,7 @@ def dispatch(func, args, kwargs):
             kwargs["device"] = "cpu"
     out = _rng.call(func, _unwrap_all(args), kwargs, index)
     out = _faults.after(func, out)
-    resized = func in _RESIZER_OPS
-    if isinstance(out, Tensor):
-        return _rewrap(out, inputs, index, resized)
-    if isinstance(out, (tuple, list)):
-        return type(out)(_rewrap(x, inputs, index, resized) if isinstance(x, Tensor) else
-                         [_rewrap(y, inputs, index, resized) for y in x]
-                         if isinstance(x, list) else x for x in out)
-    return out
+    return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
 
 
 def _rewrap(x, inputs, index, resized=False):
