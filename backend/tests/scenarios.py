@@ -435,6 +435,15 @@ def compile_rules():
         assert "aten::cumsum" in str(e) and "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in str(e), e
     else:
         raise AssertionError("a graph with an unsupported op compiled")
+    os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "0"
+    try:
+        torch._dynamo.reset()
+        torch.neuron.clear_fallback_ops()
+        torch.testing.assert_close(torch.compile(f, backend="neuron")(x).cpu(), f(x).cpu())
+        assert "aten::cumsum" in torch.neuron.get_fallback_ops()
+        assert torch.neuron.get_dynamo_metrics()["fallback_graphs"] >= 1
+    finally:
+        del os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"]
     try:
         torch.compile(lambda t: t * 2, backend="neuron", dynamic=True)(x)
     except Exception as e:
