@@ -86,3 +86,10 @@ class ResolutionError(ConfigurationError):
 class CommandTimeout(NeuronEnvError):
     exit_code = EXIT_TIMEOUT
     code = "timeout"
+
+
+class Interrupted(NeuronEnvError):
+    """Ctrl-C or SIGTERM: whatever was under way was stopped (exit 130, as shells count it)."""
+
+    exit_code = 130
+    code = "interrupted"

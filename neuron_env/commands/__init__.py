@@ -1,5 +1,5 @@
-"""One module per command; each returns a Report (or text) and never prints."""
+"""One module per command; each returns a Report or a Document and never prints."""
 
-from neuron_env import __version__
+from neuron_env.report.envelope import TOOL
 
-TOOL = {"name": "neuron-env", "version": __version__}
+__all__ = ["TOOL"]

@@ -33,6 +33,7 @@ class DoctorOptions:
     tag_instance: bool = False
     publish_ssm: str | None = None
     strict_publish: bool = False
+    reports: tuple[str, ...] = ()  # --report FORMAT:PATH, as given
 
 
 def _check_root(root: str | None) -> None:
@@ -47,7 +48,10 @@ def _check_root(root: str | None) -> None:
 
 def run(opts: DoctorOptions, started=None) -> Report:
     """`started`: the target probe, already running (see probes.interpreter.start_probe)."""
+    from neuron_env.report.render import parse_report_specs
+
     t0 = time.monotonic()
+    parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
     matrix = catalog.select(opts.matrix)
     extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
     ids = checks.select(opts.only, opts.skip, extra)
@@ -90,6 +94,19 @@ def run(opts: DoctorOptions, started=None) -> Report:
         target=facts.serialize(), results=tuple(results), exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
     )
+
+
+def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
+    """Write every --report FORMAT:PATH (atomically); an unwritable path is exit 2."""
+    from neuron_env.errors import ConfigurationError
+    from neuron_env.report.render import parse_report_specs, render, write_atomic
+
+    for fmt, path in parse_report_specs(list(specs)):
+        try:
+            write_atomic(path, render(rep, fmt, verbose=verbose))
+        except OSError as e:
+            raise ConfigurationError(f"--report {fmt}:{path}: cannot write: "
+                                     f"{e.strerror or e}") from None
 
 
 def _smoke(facts, opts: DoctorOptions):

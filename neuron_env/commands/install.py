@@ -156,7 +156,7 @@ def _report(matrix, facts, results, extra, t0) -> Report:
                   matrix={"release": matrix.release, "source": matrix.source,
                           "bundled": matrix.bundled},
                   target=facts.serialize(), results=tuple(results),
-                  exit_code=exit_code(results), extra=extra)
+                  exit_code=exit_code(results), extra=extra, view=render_text)
 
 
 def _plan_result(plan, create) -> Result:

@@ -4,39 +4,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuron_env.commands import TOOL
 from neuron_env.errors import MatrixError, NeuronEnvError
 from neuron_env.matrix import catalog
 from neuron_env.matrix.loader import load_file
 from neuron_env.matrix.model import Matrix, fmt_spec
 from neuron_env.matrix.serialize import to_data, to_toml
+from neuron_env.report.envelope import envelope
+from neuron_env.report.model import Document
 
 SCHEMA = "neuron-env.matrix/1"
 
 
-def list_text(extra_dirs: list[Path]) -> str:
+def list_doc(extra_dirs: list[Path]) -> Document:
     entries = catalog.available(extra_dirs)
-    if not entries:
+    return Document(envelope("neuron-env.matrix-list/1", 0, matrices=[
+        {"release": e.release, "path": str(e.path), "bundled": e.bundled, "default": i == 0}
+        for i, e in enumerate(entries)]), list_text)
+
+
+def list_text(body: dict) -> str:
+    if not body["matrices"]:
         return "no matrices found\n"
     lines = [f"{'RELEASE':<10} {'SOURCE':<9} PATH"]
-    for i, e in enumerate(entries):
-        tag = " (default)" if i == 0 else ""
-        lines.append(f"{e.release:<10} {'bundled' if e.bundled else 'dir':<9} {e.path}{tag}")
+    for e in body["matrices"]:
+        tag = " (default)" if e["default"] else ""
+        lines.append(f"{e['release']:<10} {'bundled' if e['bundled'] else 'dir':<9} "
+                     f"{e['path']}{tag}")
     return "\n".join(lines) + "\n"
 
 
-def list_data(extra_dirs: list[Path]) -> dict:
-    entries = catalog.available(extra_dirs)
-    return {"schema": "neuron-env.matrix-list/1", "tool": TOOL,
-            "matrices": [{"release": e.release, "path": str(e.path), "bundled": e.bundled,
-                          "default": i == 0} for i, e in enumerate(entries)],
-            "exit_code": 0}
+def show_doc(release: str | None, extra_dirs: list[Path]) -> Document:
+    m = catalog.select(release, extra_dirs)
+    return Document(show_data(m), lambda _body: show_text(m))
 
 
 def show_data(m: Matrix) -> dict:
-    return {"schema": SCHEMA, "tool": TOOL,
-            "matrix": {"release": m.release, "source": m.source, "bundled": m.bundled},
-            "content": to_data(m), "exit_code": 0}
+    return envelope(SCHEMA, 0, matrix={"release": m.release, "source": m.source,
+                                       "bundled": m.bundled}, content=to_data(m))
 
 
 def show_text(m: Matrix) -> str:
@@ -115,9 +119,15 @@ def validate(paths: list[Path]) -> tuple[list[dict], int]:
     return results, code
 
 
-def validate_text(results: list[dict]) -> str:
+def validate_doc(paths: list[Path]) -> Document:
+    results, code = validate(paths)
+    return Document(envelope("neuron-env.matrix-validate/1", code, files=results),
+                    validate_text)
+
+
+def validate_text(body: dict) -> str:
     out = []
-    for r in results:
+    for r in body["files"]:
         if r["valid"]:
             out.append(f"ok       {r['path']} (Neuron {r['release']})")
         else:
@@ -127,6 +137,22 @@ def validate_text(results: list[dict]) -> str:
                 key = f" [{p['path']}]" if p.get("path") else ""
                 out.append(f"    {where}{key}: {p['message']}")
     return "\n".join(out) + "\n"
+
+
+def import_doc(manifest: Path, out_dir: Path, releases: list[str], dry_run: bool) -> Document:
+    written, skipped = import_manifest(manifest, out_dir, releases, dry_run)
+    return Document(envelope("neuron-env.matrix-import/1", 0, dry_run=dry_run, written=written,
+                             skipped=[list(s) for s in skipped]), import_text)
+
+
+def import_text(body: dict) -> str:
+    verb = "would write" if body["dry_run"] else "wrote"
+    n = len(body["written"])
+    lines = [f"{verb} {w}" for w in body["written"]]
+    lines += [f"skipped {rel}: {why}" for rel, why in body["skipped"]]
+    lines.append(f"{verb} {n} matri{'x' if n == 1 else 'ces'}, skipped "
+                 f"{len(body['skipped'])} release(s)")
+    return "\n".join(lines) + "\n"
 
 
 def import_manifest(manifest: Path, out_dir: Path, releases: list[str], dry_run: bool):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,15 @@ CATEGORIES = {
     "install": "Install",
     "backend": "PyTorch backend",
     "driver": "Neuron driver and devices",
+    "tools": "Neuron tools",
+    "container": "Container",
+    "cache": "Compile cache",
+    "net": "Network (EFA)",
     "aws": "AWS",
     "smoke": "Device smoke test",
+    "trial": "Model trial",
+    "collectives": "Collectives",
+    "fleet": "Fleet",
 }
 
 
@@ -77,14 +85,32 @@ class Report:
     results: tuple[Result, ...]
     exit_code: int
     extra: dict[str, Any] = field(default_factory=dict)
+    # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
+    view: Callable[..., str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def summary(self) -> dict[str, int]:
         return counts(self.results)
 
     def serialize(self) -> dict[str, Any]:
-        d = {"schema": self.schema, "tool": self.tool, "matrix": self.matrix,
-             "target": self.target, "results": [r.serialize() for r in self.results],
-             "summary": self.summary, "exit_code": self.exit_code}
-        d.update(self.extra)
-        return d
+        from neuron_env.report.envelope import envelope
+
+        return envelope(self.schema, self.exit_code, matrix=self.matrix, target=self.target,
+                        results=[r.serialize() for r in self.results], summary=self.summary,
+                        **self.extra)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A command's output that is a document, not check results (matrix, instance): the whole
+    JSON body (an envelope) and the text view that renders it for people."""
+
+    body: dict[str, Any]
+    view: Callable[[dict[str, Any]], str]
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.body.get("exit_code", 0))
+
+    def serialize(self) -> dict[str, Any]:
+        return self.body

@@ -1,4 +1,5 @@
-"""ONE place that turns a Report into text, JSON or JUnit, and writes --report FORMAT:PATH."""
+"""ONE place that turns a command's output (Report or Document) into text, JSON or JUnit, and
+writes --report FORMAT:PATH."""
 
 from __future__ import annotations
 
@@ -8,26 +9,42 @@ import os
 from pathlib import Path
 
 from neuron_env.errors import UsageError
-from neuron_env.report.model import Report
+from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
 
 FORMATS = ("text", "json", "junit")
+ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
+FORMATS = (*FORMATS, *ENGINE_FORMATS)
 
 
-def render(report: Report, fmt: str, verbose: bool = False, colour: bool = False) -> str:
-    return redact.text(_render(report, fmt, verbose, colour))
+def render(out: Report | Document, fmt: str, verbose: bool = False,
+           colour: bool = False) -> str:
+    """The one renderer entry point; every output is masked for credentials on the way out."""
+    return redact.text(_render(out, fmt, verbose, colour))
 
 
-def _render(report: Report, fmt: str, verbose: bool, colour: bool) -> str:
+def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:
     if fmt == "json":
-        return json.dumps(report.serialize(), indent=2, default=str) + "\n"
+        return json.dumps(out.serialize(), indent=2, default=str) + "\n"
+    if isinstance(out, Document):
+        if fmt == "junit" and getattr(out, "junit", None):  # fleet: one testcase per instance
+            return out.junit(out.body)
+        if fmt != "text":
+            raise UsageError(f"--format {fmt}: this command speaks text or json")
+        return out.view(out.body)
+    if fmt in ENGINE_FORMATS:
+        import importlib
+
+        return importlib.import_module(f"neuron_env.report.{fmt}").render(out)
     if fmt == "junit":
         from neuron_env.report import junit
 
-        return junit.render(report, suite=report.schema.split("/")[0])
+        return junit.render(out, suite=out.schema.split("/")[0])
+    if out.view is not None:
+        return out.view(out, verbose=verbose, colour=colour)
     from neuron_env.report import text
 
-    return text.render(report, verbose=verbose, colour=colour)
+    return text.render(out, verbose=verbose, colour=colour)
 
 
 def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:

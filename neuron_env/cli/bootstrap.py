@@ -1,0 +1,68 @@
+"""`neuron-env userdata` and `neuron-env imagebuilder-component`: rendered scripts on stdout."""
+
+from __future__ import annotations
+
+import typer
+
+from neuron_env.cli.app import app, emit, index_option
+
+SOURCE_HELP = ("How to install neuron-env itself: a pip spec (neuron-env==X), a wheel URL, or a "
+               "wheelhouse directory (default: this version from the public index).")
+
+
+def _rendered(kind: str, **kw):
+    """A Document whose text view is the rendered script (options left unset take defaults)."""
+    from neuron_env.bootstrap import render
+    from neuron_env.report.envelope import envelope
+    from neuron_env.report.model import Document
+
+    opts = render.BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
+    text = render.userdata(opts) if kind == "userdata" else render.component(opts)
+    return Document(envelope(f"neuron-env.{kind}/1", 0, script=text), lambda b: b["script"])
+
+
+@app.command()
+def userdata(
+    source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    venv: str = typer.Option(None, "--venv", help="Target venv (default /opt/neuron-venv)."),
+    tool_venv: str = typer.Option(None, "--tool-venv", help="neuron-env's own venv."),
+    torch: str = typer.Option(None, "--torch", help="2.14 or 2.13 (default: newest)."),
+    backend: str = typer.Option(None, "--backend", help="neuron or emulated."),
+    python: str = typer.Option(None, "--python", help="Base interpreter on the instance."),
+    log_dir: str = typer.Option(None, "--log-dir", help="Reports go here "
+                                "(default /var/log/neuron-env)."),
+    smoke: bool = typer.Option(True, "--smoke/--no-smoke", help="Run the device smoke test."),
+    retries: int = typer.Option(None, "--retries", help="Attempts for network steps."),
+    neuron_index_url: str = index_option("neuron", from_env=False),
+    pytorch_index_url: str = index_option("pytorch", from_env=False),
+    doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
+                                    "'--tag-instance --publish-ssm /ami/neuron'."),
+) -> None:
+    """A cloud-init user-data script (bash) on stdout: install, validate, leave a report."""
+    emit(lambda: _rendered(
+        "userdata", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
+        backend=backend, python=python, log_dir=log_dir, smoke=smoke, retries=retries,
+        neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
+        doctor_args=doctor_args), "text", "neuron-env.userdata/1")
+
+
+@app.command("imagebuilder-component")
+def imagebuilder_component(
+    source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    venv: str = typer.Option(None, "--venv"),
+    tool_venv: str = typer.Option(None, "--tool-venv"),
+    torch: str = typer.Option(None, "--torch"),
+    backend: str = typer.Option(None, "--backend"),
+    python: str = typer.Option(None, "--python"),
+    log_dir: str = typer.Option(None, "--log-dir"),
+    instance_type: str = typer.Option(None, "--instance-type", help="The type the image "
+                                      "targets (validate runs on the build instance)."),
+    neuron_index_url: str = index_option("neuron", from_env=False),
+    pytorch_index_url: str = index_option("pytorch", from_env=False),
+) -> None:
+    """An EC2 Image Builder component (YAML) on stdout: build, validate, test phases."""
+    emit(lambda: _rendered(
+        "component", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
+        backend=backend, python=python, log_dir=log_dir, instance_type=instance_type,
+        neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url), "text",
+        "neuron-env.component/1")

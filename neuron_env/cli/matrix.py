@@ -1,0 +1,57 @@
+"""`neuron-env matrix list|show|validate|import`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from neuron_env.cli.app import Fmt, emit, matrix_app, split
+
+MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>.toml from DIR "
+                          "(repeatable).")
+
+
+@matrix_app.command("list")
+def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
+                format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
+    """List the bundled matrices (and those in --matrix-dir)."""
+    from neuron_env.commands import matrix_cmd
+
+    emit(lambda: matrix_cmd.list_doc(matrix_dir or []), format.value,
+         "neuron-env.matrix-list/1")
+
+
+@matrix_app.command("show")
+def matrix_show(release: str = typer.Argument(None, help="A release (2.33, 2.31) or a TOML "
+                                               "file; default the newest."),
+                format: Fmt = typer.Option(Fmt.text, "--format"),
+                matrix_dir: list[Path] = MATRIX_DIR) -> None:
+    """Show one release's matrix as a table or as neuron-env.matrix/1 JSON."""
+    from neuron_env.commands import matrix_cmd
+
+    emit(lambda: matrix_cmd.show_doc(release, matrix_dir or []), format.value,
+         matrix_cmd.SCHEMA)
+
+
+@matrix_app.command("validate")
+def matrix_validate(paths: list[Path] = typer.Argument(..., help="Matrix files or directories."),
+                    format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
+    """Validate matrix files: exit 0 when all are valid, 2 otherwise (every problem listed)."""
+    from neuron_env.commands import matrix_cmd
+
+    emit(lambda: matrix_cmd.validate_doc(paths), format.value, "neuron-env.matrix-validate/1")
+
+
+@matrix_app.command("import")
+def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.json."),
+                  out: Path = typer.Option(Path("matrices"), "--out", help="Directory to write "
+                                           "neuron-<release>.toml files into."),
+                  release: list[str] = typer.Option(None, "--release", help="Only these "
+                                                    "releases (2.31.1, or 2.31 for all 2.31.x)."),
+                  dry_run: bool = typer.Option(False, "--dry-run")) -> None:
+    """Turn AWS's release manifest into matrix files for the XLA-based releases."""
+    from neuron_env.commands import matrix_cmd
+
+    emit(lambda: matrix_cmd.import_doc(manifest, out, split(release), dry_run), "text",
+         "neuron-env.matrix-import/1")
