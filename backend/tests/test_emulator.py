@@ -28,8 +28,11 @@ def run_py(python: str, code: str, env: dict | None = None, timeout: float = 180
 
 @pytest.fixture(scope="session")
 def scenario_results(torch_python):
+    import os
+
+    env = dict(os.environ, NEURON_EMULATOR_DEVICES="4")  # multi-device scenarios
     p = subprocess.run([torch_python, str(HERE / "scenarios.py")], capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=600, env=env)
     assert "@@SCENARIOS@@" in p.stdout, p.stderr[-3000:]
     return json.loads(p.stdout.split("@@SCENARIOS@@")[1])
 
@@ -85,3 +88,33 @@ def test_importing_the_emulator_before_torch(torch_python):
     code = "import neuron_emulator, torch\nprint(torch.zeros(1, device='neuron').device)"
     p = run_py(torch_python, code, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "neuron:0", p.stderr[-2000:]
+
+
+def test_device_count_default_and_visible_cores(torch_python):
+    code = "import torch\nprint(torch.neuron.device_count(), torch.accelerator.device_count())"
+    env = {"NEURON_EMULATOR_DEVICES": "", "NEURON_RT_VISIBLE_CORES": ""}
+    assert run_py(torch_python, code, env).stdout.split() == ["1", "1"]
+    p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_DEVICES="64",
+                                         NEURON_RT_VISIBLE_CORES="4-7,9"))
+    assert p.stdout.split() == ["5", "5"], p.stderr[-2000:]
+    p = run_py(torch_python, code, dict(env, NEURON_RT_VISIBLE_CORES="3"))
+    assert p.stdout.split() == ["1", "1"], p.stderr[-2000:]
+    code = "import torch, neuron_emulator\nprint(neuron_emulator.status()['reason'])"
+    p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_DEVICES="2",
+                                         NEURON_RT_VISIBLE_CORES="1-3"))
+    assert "NEURON_RT_VISIBLE_CORES='1-3' names core(s) [2, 3]" in p.stdout, p.stdout
+
+
+def test_fault_injection_still_works(torch_python):
+    code = ("import torch\na = torch.ones(4, 4, device='neuron')\n"
+            "print(bool(torch.equal((a @ a).cpu(), (a.cpu() @ a.cpu()))))")
+    assert run_py(torch_python, code, {"NEURON_EMULATOR_FAULT": "perturb"}).stdout.strip() \
+        == "False"
+    p = run_py(torch_python, code, {"NEURON_EMULATOR_FAULT": "noisy"})
+    assert "hello from a noisy backend" in p.stdout and "running mm" in p.stdout
+    try:
+        run_py(torch_python, code, {"NEURON_EMULATOR_FAULT": "hang"}, timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    else:
+        raise AssertionError("the hang fault returned")

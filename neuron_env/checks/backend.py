@@ -259,10 +259,12 @@ def backend_emulator(facts, m, ctx) -> Result:
         return Result("backend.emulator", "backend", "pass", "no emulated backend installed")
     real = facts.target.dist("torch-neuronx")
     if real is not None and not m.placeholder(real.name, real.version):
-        return Result("backend.emulator", "backend", "warn",
+        return Result("backend.emulator", "backend", "fail",
                       f"EMULATED backend neuron-emulator {emu.version} installed beside "
-                      f"torch-neuronx {real.version}: it steps aside for the real one, but "
-                      "remove it from production images", observed=emu.version,
+                      f"torch-neuronx {real.version}: the emulator refuses to load when a real "
+                      "torch_neuronx is importable, but both claim the 'neuron' device and "
+                      "dynamo backend; uninstall the emulator", observed=emu.version,
+                      expected="torch-neuronx alone",
                       fix=f"{shlex.quote(facts.target.path)} -m pip uninstall -y "
                           "neuron-emulator")
     return Result("backend.emulator", "backend", "warn",

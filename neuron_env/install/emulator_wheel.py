@@ -54,7 +54,8 @@ def build(out_dir: Path, src: Path | None = None) -> Path:
     files.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: neuron-env\n"
                   b"Root-Is-Purelib: true\nTag: py3-none-any\n"))
     files.append((f"{info}/entry_points.txt",
-                  b"[torch.backends]\nneuron_emulator = neuron_emulator:_autoload\n"))
+                  b"[torch.backends]\nneuron_emulator = neuron_emulator:_autoload\n\n"
+                  b"[torch_dynamo_backends]\nneuron = neuron_emulator._compile:neuron_backend\n"))
     record = [_record_line(n, d) for n, d in files] + [f"{info}/RECORD,,"]
     files.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
     out_dir.mkdir(parents=True, exist_ok=True)

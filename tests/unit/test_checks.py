@@ -278,7 +278,8 @@ def test_exit_code_reduce():
 def test_emulator_is_labelled():
     r = run(host(tgt=target(dict(GOOD, **{"neuron-emulator": "0.1.0"}))),
             only=["backend.emulator"])["backend.emulator"]
-    assert r.status == "warn" and "steps aside" in r.summary
+    assert r.status == "fail" and "beside torch-neuronx" in r.summary  # both: never both
+    assert "pip uninstall -y neuron-emulator" in r.fix
     pk = {"torch": "2.13.0", "neuron-emulator": "0.1.0"}
     r = run(host(tgt=target(pk)), only=["backend.emulator"])["backend.emulator"]
     assert r.status == "warn" and r.summary.startswith("EMULATED") and r.details["emulated"]

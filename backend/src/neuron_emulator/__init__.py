@@ -7,8 +7,14 @@ code *runs* on a `neuron` device, not how Trainium performs. It says so: `EMULAT
 `torch.neuron.is_emulated()` returns True.
 
 Loaded by PyTorch's device-backend autoload on `import torch` (TORCH_DEVICE_BACKEND_AUTOLOAD=0
-turns that off; then `import neuron_emulator`). If another PrivateUse1 backend is registered
-first (the real torch-neuronx, say), it leaves that one alone and says so.
+turns that off; then `import neuron_emulator`). If a real torch_neuronx is importable, or another
+PrivateUse1 backend is registered first, it leaves the device alone and says so.
+
+Besides the device (N of them: NEURON_EMULATOR_DEVICES, NEURON_RT_VISIBLE_CORES) it provides the
+dynamo backend "neuron", the process-group backend "neuron" (gloo on the host), an EMULATED
+`torch_neuronx` op-tracking module, per-device RNG, memory accounting, synchronous streams and
+events, and the beta's limitations (float64 as float32, no sparse/nested/torch.func). See
+README.md for the fidelity table.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 EMULATED = True
 
+from neuron_emulator._errors import (  # noqa: E402
+    NeuronBetaLimitationError,
+    NeuronFloat64Warning,
+)
 from neuron_emulator._fallback import (  # noqa: E402
     NATIVE_OPS,
     NeuronFallbackWarning,
@@ -45,8 +55,10 @@ load(from_autoload=True)
 __all__ = [
     "EMULATED",
     "NATIVE_OPS",
+    "NeuronBetaLimitationError",
     "NeuronEmulatorWarning",
     "NeuronFallbackWarning",
+    "NeuronFloat64Warning",
     "clear_fallback_ops",
     "get_executed_ops",
     "get_fallback_ops",

@@ -1,14 +1,67 @@
-"""`torch.neuron`: the device module of the emulated backend."""
+"""`torch.neuron`: the device module of the emulated backend (the functions the TorchNeuron
+reference lists for `torch.neuron`, plus `is_emulated`)."""
 
 from __future__ import annotations
 
 import torch
 
-from neuron_emulator import _fallback
+from neuron_emulator import _devices, _fallback, _memory, _rng, _streams
+
+
+class DeviceProperties:
+    """What get_device_properties() returns: a logical NeuronCore of a Trainium2 (emulated)."""
+
+    def __init__(self, index: int) -> None:
+        self.name = "Trainium2 logical NeuronCore (emulated on CPU)"
+        self.index = index
+        self.total_memory = _memory.MEMORY_BYTES
+        self.type = "neuron"
+        self.emulated = True
+
+    def __repr__(self) -> str:
+        return (f"_NeuronDeviceProperties(name='{self.name}', index={self.index}, "
+                f"total_memory={self.total_memory // (1 << 20)}MB, emulated=True)")
+
+
+def _idx(device) -> int:
+    return _devices.index_of(device)
+
+
+def _dynamo(name: str):
+    def call(*args, **kwargs):
+        from neuron_emulator import _compile  # imports torch._dynamo: only when asked
+
+        return getattr(_compile, name)(*args, **kwargs)
+    call.__name__ = name
+    return call
 
 
 class NeuronModule:
     """What PyTorch expects of a backend module, plus the emulator's own calls."""
+
+    Stream = _streams.Stream
+    Event = _streams.Event
+    stream = _streams.stream
+    device = _devices.device
+    current_stream = staticmethod(_streams.current_stream)
+    default_stream = staticmethod(_streams.default_stream)
+    set_stream = staticmethod(_streams.set_stream)
+
+    manual_seed = staticmethod(_rng.manual_seed)
+    manual_seed_all = staticmethod(_rng.manual_seed_all)
+    seed = staticmethod(_rng.seed)
+    seed_all = staticmethod(_rng.seed_all)
+    initial_seed = staticmethod(_rng.initial_seed)
+    get_rng_state = staticmethod(_rng.get_rng_state)
+    set_rng_state = staticmethod(_rng.set_rng_state)
+    get_rng_state_all = staticmethod(_rng.get_rng_state_all)
+    set_rng_state_all = staticmethod(_rng.set_rng_state_all)
+
+    get_fallback_ops = staticmethod(_fallback.get_fallback_ops)
+    clear_fallback_ops = staticmethod(_fallback.clear_fallback_ops)
+    get_executed_ops = staticmethod(_fallback.get_executed_ops)
+    get_dynamo_metrics = staticmethod(_dynamo("get_dynamo_metrics"))
+    reset_dynamo_metrics = staticmethod(_dynamo("reset_dynamo_metrics"))
 
     def is_available(self) -> bool:
         return True
@@ -20,32 +73,17 @@ class NeuronModule:
         return False
 
     def device_count(self) -> int:
-        return 1
+        return _devices.COUNT
 
     def current_device(self) -> int:
-        return 0
+        return _devices.current()
 
     def set_device(self, device) -> None:
-        idx = torch.device(device).index if not isinstance(device, int) else device
-        if idx not in (None, 0):
-            raise RuntimeError(f"neuron (emulated): invalid device index {idx}: 1 device")
-
-    # Random ops run on the CPU generator, which torch.manual_seed already seeds (and which
-    # calls manual_seed_all here: seeding it again would recurse).
-    def manual_seed(self, seed: int) -> None:
-        pass
-
-    def manual_seed_all(self, seed: int) -> None:
-        pass
-
-    def get_rng_state(self, device="neuron"):
-        return torch.get_rng_state()
-
-    def set_rng_state(self, state, device="neuron") -> None:
-        torch.set_rng_state(state)
+        _devices.set_current(device)
 
     def synchronize(self, device=None) -> None:
         """Every emulated op is synchronous."""
+        _idx(device)
 
     def get_amp_supported_dtype(self):
         return [torch.bfloat16, torch.float16]
@@ -56,13 +94,34 @@ class NeuronModule:
     def is_emulated(self) -> bool:
         return True
 
-    def memory_allocated(self, device=None) -> int:
-        raise NotImplementedError("neuron (emulated): no device allocator to report on; "
-                                  "tensors live in host memory")
-
-    get_fallback_ops = staticmethod(_fallback.get_fallback_ops)
-    clear_fallback_ops = staticmethod(_fallback.clear_fallback_ops)
-    get_executed_ops = staticmethod(_fallback.get_executed_ops)
-
     def get_device_name(self, device=None) -> str:
-        return "Trainium (emulated on CPU)"
+        return DeviceProperties(_idx(device)).name
+
+    def get_device_properties(self, device=None) -> DeviceProperties:
+        return DeviceProperties(_idx(device))
+
+    # memory: live bytes of device tensors; no caching allocator, so reserved == allocated
+    def memory_allocated(self, device=None) -> int:
+        return _memory.allocated(_idx(device))
+
+    def max_memory_allocated(self, device=None) -> int:
+        return _memory.peak(_idx(device))
+
+    memory_reserved = memory_allocated
+    max_memory_reserved = max_memory_allocated
+
+    def memory_stats(self, device=None) -> dict:
+        return _memory.stats(_idx(device))
+
+    def reset_peak_memory_stats(self, device=None) -> None:
+        _memory.reset_peak(_idx(device))
+
+    def reset_accumulated_memory_stats(self, device=None) -> None:
+        _memory.reset_accumulated(_idx(device))
+
+    def empty_cache(self) -> None:
+        """No cache to empty: freed device tensors are returned at once."""
+
+    def mem_get_info(self, device=None) -> tuple[int, int]:
+        total = _memory.MEMORY_BYTES
+        return total - _memory.allocated(_idx(device)), total

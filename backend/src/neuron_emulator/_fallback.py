@@ -34,6 +34,9 @@ embedding embedding_dense_backward native_dropout native_dropout_backward sum me
 max min argmax argmin var std norm linalg_vector_norm index_select gather scatter index_add
 """.split())
 
+# collectives (c10d: the neuron process group) and FSDP2's own ops run on the device too
+NATIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "c10d_functional", "fsdp", "prims"})
+
 _lock = threading.Lock()
 _fallbacks: dict[str, int] = {}
 _executed: dict[str, int] = {}
@@ -59,9 +62,12 @@ def is_native(packet: str) -> bool:
 
 def note(func) -> None:
     """Record one execution of `func` (an OpOverload); warn once for a fallback op."""
+    if getattr(_quiet, "on", 0):
+        return
     packet = func.overloadpacket.__name__
-    name = f"aten::{packet}"
-    native = is_native(packet)
+    ns = func.namespace
+    name = f"{ns}::{packet}"
+    native = is_native(packet) if ns == "aten" else ns in NATIVE_NAMESPACES
     with _lock:
         _executed[name] = _executed.get(name, 0) + 1
         if native:
@@ -92,3 +98,23 @@ def clear_fallback_ops() -> None:
         _fallbacks.clear()
         _executed.clear()
         _warned.clear()
+
+
+_quiet = threading.local()
+
+
+class quiet:
+    """Ops traced (not run) inside this block are neither recorded nor warned about."""
+
+    def __enter__(self):
+        _quiet.on = getattr(_quiet, "on", 0) + 1
+
+    def __exit__(self, *exc) -> bool:
+        _quiet.on -= 1
+        return False
+
+
+def record_fallback(name: str) -> None:
+    """An op that falls back under torch.compile (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)."""
+    with _lock:
+        _fallbacks[name] = _fallbacks.get(name, 0) + 1

@@ -6,8 +6,7 @@ NEURON_EMULATOR_FAULT holds comma-separated faults; none is active by default:
   noisy    the backend prints to stdout on load and on each matmul
   crash    the process dies with SIGSEGV while the backend loads (autoload)
   fallback matmul ops count as CPU fallbacks (to test fallback reporting)
-NEURON_EMULATOR_MEMORY_GIB sets the emulated device memory (default 96, a Trainium2's):
-allocating beyond it raises an out-of-memory error instead of exhausting the host.
+(Device memory limits and accounting live in _memory.py.)
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import torch
 MATMULS = {"mm", "bmm", "addmm", "baddbmm", "mv", "addmv"}
 _active = frozenset(f.strip() for f in os.environ.get("NEURON_EMULATOR_FAULT", "").split(",")
                     if f.strip())
-MEMORY_BYTES = int(float(os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "96")) * (1 << 30))
 
 
 def active(name: str) -> bool:
@@ -56,15 +54,3 @@ def after(func, out):
         noise = torch.randn(out.shape, generator=g, dtype=torch.float32).to(out.dtype)
         return out + noise * (out.abs().mean() * 1e-2 + 1e-3)
     return out
-
-
-def check_allocation(shape, dtype) -> None:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    size = n * torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
-    if size > MEMORY_BYTES:
-        raise RuntimeError(
-            f"neuron (emulated): out of device memory: tried to allocate {size / (1 << 30):.1f} "
-            f"GiB, the device has {MEMORY_BYTES / (1 << 30):.0f} GiB "
-            "(NEURON_EMULATOR_MEMORY_GIB)")

@@ -52,9 +52,9 @@ def load(from_autoload: bool = False) -> bool:
         _state["loading"] = True
         try:
             return _load(from_autoload)
-        except ImportError:
-            raise
         except Exception as e:  # autoload must never break `import torch`
+            if not from_autoload and isinstance(e, ImportError):
+                raise
             _refuse(f"{type(e).__name__}: {e}", from_autoload)
             return False
         finally:
@@ -72,6 +72,11 @@ def _load(from_autoload: bool) -> bool:
         _refuse(f"torch {torch.__version__} is not supported (it relies on private PrivateUse1 "
                 f"APIs tested on torch {supported})", from_autoload)
         return False
+    real = _real_torch_neuronx()
+    if real:
+        _refuse(f"a real torch-neuronx is installed ({real}); it owns the neuron device, the "
+                "emulator steps aside (uninstall neuron-emulator)", from_autoload)
+        return False
     current = torch._C._get_privateuse1_backend_name()
     if current != "privateuseone":
         _refuse(f"another PrivateUse1 backend is registered ('{current}'"
@@ -83,8 +88,9 @@ def _load(from_autoload: bool) -> bool:
 
     from neuron_emulator import _autocast, _device_module
 
-    _setup_privateuseone_for_python_backend("neuron", _device_module.NeuronModule())
-    from neuron_emulator import _tensor  # needs the "neuron" device name to exist
+    module = _device_module.NeuronModule()
+    _setup_privateuseone_for_python_backend("neuron", module)
+    from neuron_emulator import _accelerator, _limits, _neuronx, _rng, _tensor  # need "neuron"
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
@@ -92,24 +98,38 @@ def _load(from_autoload: bool) -> bool:
     aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
     _libs.extend([lib, aten_lib])
     _autocast.register(_libs)
-    _patch_accelerator_synchronize(torch)
+    _accelerator.install(module)
+    _rng.install()
+    _tensor.register_serialization()
+    _neuronx.install()
+    _limits.install_transform_guards()
+    _limits.install_backward_message()
+    _register_distributed()
     _state.update(loaded=True, reason="loaded")
     return True
 
 
-def _patch_accelerator_synchronize(torch) -> None:
-    """A Python backend cannot give torch.accelerator a synchronize hook; everything here is
-    synchronous anyway, so for `neuron` it is a no-op."""
-    original = torch.accelerator.synchronize
+def _register_distributed() -> None:
+    """The `neuron` process-group backend, if torch.distributed is built in."""
+    import torch.distributed as dist
 
-    def synchronize(device=None):
-        acc = torch.accelerator.current_accelerator()
-        if acc is not None and acc.type == "neuron":
-            return None
-        return original(device)
+    if dist.is_available():
+        from neuron_emulator import _distributed
 
-    synchronize.__doc__ = original.__doc__
-    torch.accelerator.synchronize = synchronize
+        _distributed.register()
+
+
+def _real_torch_neuronx() -> str | None:
+    """Where a real torch_neuronx would be imported from, if one is importable."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch_neuronx")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin == "neuron-emulator":
+        return None
+    return spec.origin or "torch_neuronx"
 
 
 def autoload_disabled() -> bool:

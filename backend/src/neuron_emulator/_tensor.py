@@ -1,44 +1,69 @@
-"""The device tensor: a wrapper subclass whose aten ops run on the CPU tensor it holds."""
+"""The device tensor: a wrapper subclass whose aten ops run on the CPU tensor it holds.
+
+Each NeuronTensor carries its device index (`neuron:0` … `neuron:N-1`); an op's result lands on
+its inputs' device, a factory's on the `device=` it names (or the current device). Tensors of
+two devices in one op are an error, as on a real accelerator.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch.utils._pytree import tree_map
 
-from neuron_emulator import _fallback, _faults
+from neuron_emulator import _devices, _fallback, _faults, _limits, _memory, _rng
 
 aten = torch.ops.aten
-DEVICE = torch.device("neuron", 0)  # valid once the backend is renamed to "neuron"
+Tensor = torch.Tensor
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+_DEVICES = [torch.device("neuron", i) for i in range(_devices.COUNT)]
 
 
 class NeuronTensor(torch.Tensor):
-    """A tensor on the emulated `neuron` device; its data is the CPU tensor `_elem`."""
+    """A tensor on an emulated `neuron` device; its data is the CPU tensor `_elem`."""
 
     _elem: torch.Tensor
-    __slots__ = ("_elem",)
+    _dev: int
 
     @staticmethod
-    def __new__(cls, elem: torch.Tensor):
+    def __new__(cls, elem: torch.Tensor, index: int = 0):
         r = torch.Tensor._make_wrapper_subclass(
             cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
-            dtype=elem.dtype, layout=elem.layout, device=DEVICE, requires_grad=False,
+            dtype=elem.dtype, layout=elem.layout, device=_DEVICES[index], requires_grad=False,
         )
         r._elem = elem
+        r._dev = index
+        r._mem = _memory.track(elem, index)
         return r
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    # a traceable wrapper subclass: torch.compile / AOTAutograd trace through __torch_dispatch__
+    def __tensor_flatten__(self):
+        return ["_elem"], self._dev
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return NeuronTensor(inner["_elem"], ctx or 0)
 
     def __repr__(self, *, tensor_contents=None) -> str:
         body = repr(self._elem.detach())
         inner = body[len("tensor("):-1] if body.startswith("tensor(") else body
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({inner}, device='neuron:0'{grad})"
+        return f"tensor({inner}, device='neuron:{self._dev}'{grad})"
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:
             return format(self.item(), spec)
         return repr(self)
+
+    def data_ptr(self) -> int:
+        return self._elem.data_ptr()
+
+    def __reduce_ex__(self, protocol):
+        """torch.save: as a backend without storage (torch's own path for those); torch.load
+        brings it back to the device, or wherever map_location says."""
+        return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
+                (self._elem.detach().clone(), self.dtype, str(self.device), self.requires_grad))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -49,42 +74,97 @@ def unwrap(x):
     return x._elem if isinstance(x, NeuronTensor) else x
 
 
-def _device_of(kwargs) -> torch.device | None:
+def _index_of_kwarg(kwargs) -> int | None:
     d = kwargs.get("device")
-    return torch.device(d) if d is not None else None
+    if d is None:
+        return None
+    d = torch.device(d)
+    return _devices.index_of(d) if d.type == "neuron" else None
 
 
-def _check_devices(args, kwargs) -> None:
-    """Like a real device: a CPU tensor (other than a 0-dim scalar) in a neuron op is an error."""
-    for x in _tensors((args, kwargs)):
-        if not isinstance(x, NeuronTensor) and x.device.type != "meta" and x.dim() > 0:
-            raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                               f"least two devices, neuron:0 and {x.device}!")
+def _scan(args, kwargs):
+    """One pass over an op's arguments: the op's device index and its device inputs by
+    host-tensor id. A CPU tensor (other than a 0-dim scalar) among neuron inputs, or two neuron
+    devices, is an error, as on a real device."""
+    seen = [None, {}]  # device index, inputs
+    for group in (args, kwargs.values()):
+        for a in group:
+            if isinstance(a, (list, tuple)):
+                _scan_list(a, seen)
+            elif isinstance(a, Tensor):
+                _scan_one(a, seen)
+    found = seen[0]
+    return (_devices.current() if found is None else found), seen[1]
 
 
-def _tensors(tree):
-    out = []
-    tree_map(lambda x: out.append(x) if isinstance(x, torch.Tensor) else None, tree)
+def _scan_list(items, seen) -> None:
+    for x in items:
+        if isinstance(x, (list, tuple)):  # c10d ops take lists of lists
+            _scan_list(x, seen)
+        elif isinstance(x, Tensor):
+            _scan_one(x, seen)
+
+
+def _scan_one(x, seen) -> None:
+    if isinstance(x, NeuronTensor):
+        seen[1][id(x._elem)] = x
+        if seen[0] is None:
+            seen[0] = x._dev
+        elif x._dev != seen[0]:
+            _mixed(f"neuron:{seen[0]}", f"neuron:{x._dev}")
+    elif x.dim() > 0 and x.device.type != "meta":
+        _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
+
+
+def _unwrap_all(seq):
+    return [x._elem if isinstance(x, NeuronTensor) else
+            _unwrap_all(x) if isinstance(x, (list, tuple)) else x for x in seq]
+
+
+def _rewrap_all(out, inputs, index, resized):
+    if isinstance(out, Tensor):
+        return _rewrap(out, inputs, index, resized)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_rewrap_all(x, inputs, index, resized) for x in out)
     return out
+
+
+def _mixed(a, b):
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {a} and {b}!")
 
 
 def _to_copy(func, args, kwargs):
     src = args[0]
-    dev = _device_of(kwargs)
+    _limits.check_layout(src)
+    dst = _index_of_kwarg(kwargs)
     kw = {k: v for k, v in kwargs.items() if k != "device"}
     out = aten._to_copy.default(unwrap(src), **kw)
-    return out if dev is not None and dev.type != "neuron" else NeuronTensor(out)
+    d = kwargs.get("device")
+    if d is not None and torch.device(d).type != "neuron":
+        return out
+    return NeuronTensor(_limits.as_device_dtype(out), src._dev if dst is None and
+                        isinstance(src, NeuronTensor) else
+                        _devices.current() if dst is None else dst)
 
 
 def _copy(func, args, kwargs):
     dst, src = args[0], args[1]
     if isinstance(dst, NeuronTensor):
         dst._elem.copy_(unwrap(src), *args[2:], **kwargs)
+        _limits.round_float64(dst._elem)
         return dst
     return dst.copy_(unwrap(src), *args[2:], **kwargs)  # neuron -> cpu
 
 
-_SPECIAL = {aten._to_copy.default: _to_copy, aten.copy_.default: _copy}
+def _record_stream(func, args, kwargs):
+    return None  # every emulated op is synchronous: nothing to keep alive
+
+
+_SPECIAL = {aten._to_copy.default: _to_copy, aten.copy_.default: _copy,
+            aten.record_stream.default: _record_stream}
+_RESIZER_OPS = frozenset(getattr(getattr(aten, n), o) for n in ("resize_", "set_", "resize_as_")
+                         for o in getattr(aten, n).overloads())
 
 
 def dispatch(func, args, kwargs):
@@ -92,23 +172,29 @@ def dispatch(func, args, kwargs):
     _fallback.note(func)
     if func in _SPECIAL:  # the only ops allowed to cross devices
         return _SPECIAL[func](func, args, kwargs)
-    _check_devices(args, kwargs)
-    if "device" in kwargs:
-        kwargs = dict(kwargs, device="cpu")
-    inputs = {id(t._elem): t for t in _tensors((args, kwargs)) if isinstance(t, NeuronTensor)}
-    out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
+    _limits.check_op(func)
+    index, inputs = _scan(args, kwargs)
+    if kwargs:
+        kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+        if "device" in kwargs:
+            kwargs["device"] = "cpu"
+    out = _rng.call(func, _unwrap_all(args), kwargs, index)
     out = _faults.after(func, out)
-    return tree_map(lambda x: _rewrap(x, inputs), out)
+    return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
 
 
-def _rewrap(x, inputs):
-    if not isinstance(x, torch.Tensor) or isinstance(x, NeuronTensor):
+def _rewrap(x, inputs, index, resized=False):
+    if isinstance(x, NeuronTensor):
         return x
     same = inputs.get(id(x))
     if same is not None:  # in-place or out=: hand back the caller's tensor, metadata synced
         resync(same)
+        if resized:
+            _memory.retrack(same)
         return same
-    return NeuronTensor(x) if x.device.type == "cpu" else x
+    if x.device.type != "cpu":
+        return x
+    return NeuronTensor(_limits.as_device_dtype(x), index)
 
 
 def resync(t: NeuronTensor) -> None:
@@ -123,21 +209,36 @@ def resync(t: NeuronTensor) -> None:
 
 def factory(op, *args, **kwargs):
     """PrivateUse1 boxed fallback: ops that reach the device key without a device tensor
-    (torch.randn(..., device="neuron"), the empty tensor behind .to("neuron"))."""
+    (torch.randn(..., device="neuron:1"), the empty tensor behind .to("neuron"))."""
     _fallback.note(op)
+    _limits.check_op(op)
+    index = _index_of_kwarg(kwargs)
+    index = _devices.current() if index is None else index
     if op.overloadpacket.__name__ in ("empty", "empty_strided") and args:
-        _faults.check_allocation(args[0], kwargs.get("dtype"))
+        _memory.check_allocation(args[0], kwargs.get("dtype"), index)
     if "device" in kwargs:
         kwargs = dict(kwargs, device="cpu")
-    out = op(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
-    return tree_map(lambda x: NeuronTensor(x) if isinstance(x, torch.Tensor) and
-                    not isinstance(x, NeuronTensor) and x.device.type == "cpu" else x, out)
+    out = _rng.call(op, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
+    return tree_map(lambda x: NeuronTensor(_limits.as_device_dtype(x), index)
+                    if isinstance(x, torch.Tensor) and not isinstance(x, NeuronTensor)
+                    and x.device.type == "cpu" else x, out)
 
 
 def copy_from(src, dst, non_blocking=False):
     """aten::_copy_from for PrivateUse1: torch.tensor(..., device="neuron") lands here."""
     if isinstance(dst, NeuronTensor):
         dst._elem.copy_(unwrap(src))
+        _limits.round_float64(dst._elem)
     else:
         dst.copy_(unwrap(src))
     return dst
+
+
+def _keep_on_host(storage, location: str):
+    """torch.load: a storage tagged `neuron[:i]` stays in host memory (a Python backend has no
+    device allocator to move it to); the tensor around it is rebuilt on the device."""
+    return storage if location.startswith("neuron") else None
+
+
+def register_serialization() -> None:
+    torch.serialization.register_package(5, lambda obj: None, _keep_on_host)

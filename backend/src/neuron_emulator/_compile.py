@@ -1,0 +1,160 @@
+"""`torch.compile(backend="neuron")` on the emulated device, with the beta's documented rules.
+
+- `dynamic=True` is rejected; `dynamic=False` (recommended) or the default are accepted.
+- Only `mode="default"` has an effect: another mode (or options) warns and is ignored.
+- A graph holding an aten op the device cannot run fails to compile, naming the op, unless
+  TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 (then the op falls back to the CPU and is listed by
+  get_fallback_ops()).
+- Each new input shape is a (re)compilation, as on the device (static shapes);
+  `torch.neuron.get_dynamo_metrics()` counts compilations, recompilations and cache hits.
+
+The graph is traced by AOTAutograd through the device tensor (a traceable wrapper subclass) and
+run on the CPU; "compiling" checks the aten ops of the forward and backward graphs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from neuron_emulator import _fallback
+
+_lock = threading.Lock()
+_metrics = {"compilations": 0, "recompilations": 0, "cache_hits": 0, "graphs": 0,
+            "fallback_graphs": 0}
+_warned: set[str] = set()
+
+
+class NeuronCompileError(RuntimeError):
+    """torch.compile(backend="neuron") refused a graph (emulated)."""
+
+
+def fallback_allowed() -> bool:
+    return os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip() == "0"
+
+
+def _count(**delta: int) -> None:
+    with _lock:
+        for k, v in delta.items():
+            _metrics[k] += v
+
+
+def get_dynamo_metrics() -> dict[str, int]:
+    """Counts since the last reset: compilations (graphs compiled, one per new input shape),
+    recompilations (compilations caused by a new shape of an already compiled function),
+    cache_hits (calls served by an already compiled graph), graphs, fallback_graphs."""
+    with _lock:
+        return dict(_metrics)
+
+
+def reset_dynamo_metrics() -> None:
+    with _lock:
+        for k in _metrics:
+            _metrics[k] = 0
+
+
+def _unsupported_ops(gm) -> list[str]:
+    bad = set()
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
+            packet = target.overloadpacket.__name__
+            if target.namespace == "aten" and not _fallback.is_native(packet):
+                bad.add(f"aten::{packet}")
+    return sorted(bad)
+
+
+def _check(gm, example_inputs):
+    bad = _unsupported_ops(gm)
+    if bad and not fallback_allowed():
+        raise NeuronCompileError(
+            f"neuron (emulated): compilation failed: {bad[0]} is not supported by the neuron "
+            f"compiler (unsupported ops in this graph: {', '.join(bad)}). Fallback execution is "
+            "disabled by default under torch.compile; set "
+            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such ops on the CPU, or keep "
+            "them out of the compiled region.")
+    if bad:
+        _count(fallback_graphs=1)
+        for name in bad:
+            _fallback.record_fallback(name)
+    return make_boxed_func(gm.forward)
+
+
+_aot = aot_autograd(fw_compiler=_check, bw_compiler=_check)
+
+
+def _frame_recompile() -> bool:
+    cid = torch._guards.CompileContext.current_compile_id()
+    return bool(cid is not None and getattr(cid, "frame_compile_id", 0))
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _signature(args) -> tuple:
+    return tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else type(a) for a in args)
+
+
+def _per_shape(compiled):
+    """Like the device: a compiled graph serves one set of input shapes; another recompiles."""
+    seen: set = set()
+
+    def run(*args):
+        sig = _signature(args)
+        if sig in seen:
+            _count(cache_hits=1)
+        else:
+            if seen:  # automatic dynamic shapes: the device still compiles per shape
+                _count(compilations=1, recompilations=1)
+            seen.add(sig)
+        return compiled(*args)
+    return run
+
+
+def neuron_backend(gm, example_inputs, mode=None, options=None, **kwargs):
+    """The dynamo backend registered as "neuron" (entry point `torch_dynamo_backends`)."""
+    from neuron_emulator import _register
+
+    if not _register.is_loaded():
+        return _real_backend()(gm, example_inputs, mode=mode, options=options, **kwargs)
+    if not torch._dynamo.config.assume_static_by_default:
+        raise NeuronCompileError(
+            "neuron (emulated): torch.compile(backend='neuron') does not support dynamic=True "
+            "(dynamic shapes): use dynamic=False and pad or bucket input shapes")
+    if mode not in (None, "default"):
+        _warn_once(f"mode={mode}", f"neuron (emulated): torch.compile mode={mode!r} has no "
+                   "effect on the neuron backend (only mode='default' does)")
+    if options:
+        _warn_once("options", "neuron (emulated): torch.compile options are ignored by the "
+                   "neuron backend")
+    with _fallback.quiet():
+        compiled = _aot(gm, example_inputs)
+    _count(compilations=1, graphs=1, recompilations=int(_frame_recompile()))
+    return _per_shape(compiled)
+
+
+def _real_backend():
+    """The emulator did not load (a real torch-neuronx is there): use its `neuron` backend."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="torch_dynamo_backends"):
+        if ep.name == "neuron" and ep.value.split(":")[0] != __name__:
+            return ep.load()
+    raise NeuronCompileError("neuron-emulator is not loaded and no other 'neuron' dynamo "
+                             "backend is installed")
+
+
+def register() -> None:
+    """Register "neuron" with dynamo directly (the entry point does it for installed wheels)."""
+    from torch._dynamo.backends import registry
+
+    if "neuron" not in registry._BACKENDS:
+        registry.register_backend(neuron_backend, name="neuron")

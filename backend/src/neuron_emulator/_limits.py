@@ -1,0 +1,130 @@
+"""Limitations of the TorchNeuron beta, reproduced: what the device does not run must not run
+silently on the emulator either.
+
+- float64: the device computes it as float32 and warns (once); the emulator keeps the float64
+  dtype but rounds every float64 result through float32, and warns once.
+- sparse tensors, nested tensors and `torch.func` transforms on device tensors are not supported
+  in the beta: a RuntimeError naming the limitation.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from neuron_emulator._errors import NeuronBetaLimitationError, NeuronFloat64Warning
+
+DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/"
+_warned: set[str] = set()
+_checked: dict = {}
+
+
+def _unsupported(what: str) -> None:
+    raise NeuronBetaLimitationError(
+        f"neuron (emulated): {what} is not supported on the neuron device in the TorchNeuron "
+        f"beta (a documented limitation: {DOCS}); keep this part on the CPU")
+
+
+def check_layout(t: torch.Tensor) -> None:
+    if t.layout != torch.strided:
+        kind = "torch.nested" if t.is_nested else "torch.sparse"
+        _unsupported(f"{kind} ({t.layout})")
+
+
+def _kind(func) -> str | None:
+    name = func.overloadpacket.__name__
+    if "sparse" in name or "coalesce" in name:
+        return "torch.sparse"
+    if "nested" in name or "jagged" in name:
+        return "torch.nested"
+    return None
+
+
+def check_op(func) -> None:
+    kind = _checked.get(func, False)
+    if kind is False:
+        kind = _checked[func] = _kind(func)
+    if kind is not None:
+        _unsupported(kind)
+
+
+def round_float64(x: torch.Tensor) -> None:
+    """In place: float64 device data written by a copy is rounded through float32."""
+    if x.dtype is torch.float64:
+        x.copy_(as_device_dtype(x))
+
+
+def as_device_dtype(x: torch.Tensor) -> torch.Tensor:
+    """float64 device data is rounded through float32, as the device computes it."""
+    if x.dtype is not torch.float64:
+        return x
+    if "float64" not in _warned:
+        _warned.add("float64")
+        warnings.warn("neuron (emulated): float64 is not supported on the neuron device; it is "
+                      "computed as float32 (precision is lost)", NeuronFloat64Warning,
+                      stacklevel=5)
+    return x.float().double() if x.numel() else x
+
+
+_TRANSFORMS = ("vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+               "linearize", "functionalize")
+
+
+def _on_device(tree) -> bool:
+    from torch.utils._pytree import tree_leaves
+
+    return any(isinstance(x, torch.Tensor) and x.device.type == "neuron"
+               for x in tree_leaves(tree))
+
+
+def _guard_transform(name: str, transform):
+    def wrapped(func, *targs, **tkwargs):
+        inner = transform(func, *targs, **tkwargs)
+
+        def run(*args, **kwargs):
+            if _on_device((args, kwargs)):
+                _unsupported(f"torch.func.{name} (a torch.func transform) on neuron tensors")
+            return inner(*args, **kwargs)
+        return run
+    wrapped.__name__ = name
+    wrapped.__doc__ = transform.__doc__
+    return wrapped
+
+
+def install_transform_guards() -> None:
+    """torch.func transforms refuse neuron tensors, as the beta does not support them. (The
+    device dispatch cannot see a transform in flight, so the transforms themselves check.)"""
+    import torch.func
+
+    for name in _TRANSFORMS:
+        original = getattr(torch.func, name, None)
+        if original is not None:
+            setattr(torch.func, name, _guard_transform(name, original))
+    torch.vmap = torch.func.vmap
+
+
+_ENGINE_ASSERT = "device_ready_queues_"
+
+
+def install_backward_message() -> None:
+    """torch 2.13's Python device guard tells the autograd engine there is one device, so a
+    backward pass through neuron:1+ tensors trips an internal assert; say what it means."""
+    import torch.autograd
+    import torch.autograd.graph as graph
+
+    original = graph._engine_run_backward
+
+    def run(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except RuntimeError as e:
+            if _ENGINE_ASSERT not in str(e):
+                raise
+            raise NeuronBetaLimitationError(
+                "neuron (emulated): autograd (backward) through tensors on neuron:1 or higher "
+                "is not supported by the emulator in one process (torch's Python device guard "
+                "reports a single device to the autograd engine). Train on neuron:0, or run "
+                "one process per device (torchrun), each on its own neuron:0.") from e
+    graph._engine_run_backward = run
+    torch.autograd._engine_run_backward = run  # imported there by name

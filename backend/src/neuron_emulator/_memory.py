@@ -1,0 +1,154 @@
+"""Honest memory accounting per emulated device: the bytes of live device storages.
+
+There is no caching allocator, so "reserved" equals "allocated" and `empty_cache()` has nothing
+to free. Device memory is NEURON_EMULATOR_MEMORY_GIB per device (default 96, a Trainium2's);
+an allocation beyond what is free raises an out-of-memory error instead of exhausting the host.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+import torch
+
+MEMORY_BYTES = int(float(os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "96")) * (1 << 30))
+_lock = threading.Lock()
+_refs: dict[int, list] = {}  # storage data_ptr -> [wrapper count, nbytes, device]
+_cells: dict = {}  # id(weakref to a host tensor) -> (that weakref, its cell); cheaper than finalize
+_stats: dict[int, dict[str, int]] = {}
+
+
+def _dev_stats(index: int) -> dict[str, int]:
+    s = _stats.get(index)
+    if s is None:
+        s = _stats[index] = {"current": 0, "peak": 0, "count": 0, "allocs": 0, "frees": 0,
+                             "alloc_bytes": 0, "freed_bytes": 0, "ooms": 0}
+    return s
+
+
+def _acquire(key: int, nbytes: int, index: int) -> None:
+    with _lock:
+        ref = _refs.get(key)
+        if ref is not None:
+            ref[0] += 1
+            return
+        _refs[key] = [1, nbytes, index]
+        s = _dev_stats(index)
+        s["current"] += nbytes
+        s["count"] += 1
+        s["allocs"] += 1
+        s["alloc_bytes"] += nbytes
+        s["peak"] = max(s["peak"], s["current"])
+
+
+def _release(cell: list) -> None:
+    key = cell[0]
+    if not key:
+        return
+    with _lock:
+        ref = _refs.get(key)
+        if ref is None:
+            return
+        ref[0] -= 1
+        if ref[0] > 0:
+            return
+        del _refs[key]
+        s = _dev_stats(ref[2])
+        s["current"] -= ref[1]
+        s["count"] -= 1
+        s["frees"] += 1
+        s["freed_bytes"] += ref[1]
+
+
+def track(elem: torch.Tensor, index: int) -> list:
+    """Count `elem`'s storage on device `index` while `elem` (the host data of one device
+    tensor) lives; returns the cell. (No weakref on the device tensor itself: that would stop
+    nn.Module.to() from swapping it.)"""
+    try:
+        st = elem.untyped_storage()
+        key = st.data_ptr()
+    except (RuntimeError, NotImplementedError):  # fake/functional tensors while tracing
+        return [0, index]
+    cell = [key, index]
+    if key:
+        _acquire(key, st.nbytes(), index)
+        _watch(elem, cell)
+    return cell
+
+
+def _dead(ref) -> None:
+    entry = _cells.pop(id(ref), None)
+    if entry is not None:
+        _release(entry[1])
+
+
+def _watch(elem: torch.Tensor, cell: list) -> None:
+    ref = weakref.ref(elem, _dead)
+    _cells[id(ref)] = (ref, cell)
+
+
+def retrack(wrapper) -> None:
+    """After resize_/set_ the wrapper's storage may be another one."""
+    cell = wrapper._mem
+    st = wrapper._elem.untyped_storage()
+    if st.data_ptr() == cell[0]:
+        return
+    _release(cell)
+    had = bool(cell[0])
+    cell[0] = st.data_ptr()
+    if cell[0]:
+        _acquire(cell[0], st.nbytes(), cell[1])
+        if not had:
+            _watch(wrapper._elem, cell)
+
+
+def check_allocation(shape, dtype, index: int) -> None:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    size = n * torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
+    used = allocated(index)
+    if size + used > MEMORY_BYTES:
+        _dev_stats(index)["ooms"] += 1
+        raise torch.OutOfMemoryError(
+            f"neuron (emulated): out of device memory on neuron:{index}: tried to allocate "
+            f"{size / (1 << 30):.1f} GiB with {used / (1 << 30):.1f} GiB in use; the device has "
+            f"{MEMORY_BYTES / (1 << 30):.0f} GiB (NEURON_EMULATOR_MEMORY_GIB)")
+
+
+def allocated(index: int) -> int:
+    return _dev_stats(index)["current"]
+
+
+def peak(index: int) -> int:
+    return _dev_stats(index)["peak"]
+
+
+def reset_peak(index: int) -> None:
+    with _lock:
+        s = _dev_stats(index)
+        s["peak"] = s["current"]
+
+
+def reset_accumulated(index: int) -> None:
+    with _lock:
+        s = _dev_stats(index)
+        s.update(allocs=0, frees=0, alloc_bytes=0, freed_bytes=0, ooms=0)
+
+
+def stats(index: int) -> dict:
+    """A memory_stats() dict with the keys torch.cuda.memory_stats() uses (the "all" pool)."""
+    s = dict(_dev_stats(index))
+    out = {}
+    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes"):
+        out.update({f"{kind}.all.current": s["current"], f"{kind}.all.peak": s["peak"],
+                    f"{kind}.all.allocated": s["alloc_bytes"],
+                    f"{kind}.all.freed": s["freed_bytes"]})
+    for kind in ("allocation", "segment", "active"):
+        out.update({f"{kind}.all.current": s["count"], f"{kind}.all.allocated": s["allocs"],
+                    f"{kind}.all.freed": s["frees"]})
+    out.update({"num_alloc_retries": 0, "num_ooms": s["ooms"], "num_device_alloc": s["allocs"],
+                "num_device_free": s["frees"]})
+    return dict(sorted(out.items()))
