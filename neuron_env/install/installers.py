@@ -9,8 +9,10 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from neuron_env.errors import ConfigurationError, UsageError
+from neuron_env.install import mirrors
 
 INSTALLERS = ("pip", "uv")
 NET = ["--timeout", "15", "--retries", "1"]
@@ -53,25 +55,27 @@ def choose(requested: str | None, target: str, target_has_pip: bool) -> Installe
     return Installer(name, pip, uv if name == "uv" else None)
 
 
+class Sources(NamedTuple):
+    """Where a resolution looks: flags for the command line and, apart, the index URLs for the
+    environment (a command line is world-readable in /proc; index URLs may hold credentials)."""
+
+    args: list[str]
+    env: dict[str, str]
+
+
 def sources(index_url: str | None, extra: list[str], find_links: tuple[str, ...],
-            offline: bool) -> list[str]:
-    args = []
-    if offline:
-        args.append("--no-index")
-    else:
-        if index_url:
-            args += ["--index-url", index_url]
-        for u in extra:
-            args += ["--extra-index-url", u]
+            offline: bool) -> Sources:
+    args = ["--no-index"] if offline else []
     for d in find_links:
         args += ["--find-links", d]
-    return args
+    return Sources(args, {} if offline else mirrors.index_env(index_url, extra))
 
 
 def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: list[str],
                 no_deps: bool) -> list[str]:
     return [*inst.pip, "install", "--dry-run", "--quiet", "--report", report,
-            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []), *src, *reqs]
+            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []), *src.args,
+            *reqs]
 
 
 def install_cmd(inst: Installer, target: str, lock: str, hashes: bool) -> list[str]:
