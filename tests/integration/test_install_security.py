@@ -1,0 +1,123 @@
+"""Install against one enterprise-mirror-like loopback host that serves the Neuron, PyTorch and a
+hostile public index under different paths, with and without basic auth: the right packages
+(dependencies too) from the right paths, credentials never on a command line or in any output,
+and a public index that needs credentials works to the last step."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.helpers.envs import make_venv
+from tests.helpers.indexes import PY312, needs312, pip_env
+from tests.helpers.roots import trn2_host
+from tests.helpers.wheels import IndexServer
+
+pytestmark = pytest.mark.integration
+
+USER, PASSWORD = "ci", "p@ss:w'o\"rd"
+QUOTED = "p%40ss%3Aw%27o%22rd"
+
+
+@pytest.fixture(scope="module")
+def host_root(tmp_path_factory):
+    return trn2_host(tmp_path_factory.mktemp("host") / "root")
+
+
+def _urls(server: IndexServer, creds: str = "") -> dict:
+    base = server.url[: -len("/simple")].replace("http://", f"http://{creds}")
+    return {n: f"{base}/{n}/simple" for n in ("neuron", "pytorch", "public")}
+
+
+def _env(idx, urls, **extra):
+    return pip_env(idx, PIP_INDEX_URL=urls["public"], UV_INDEX_URL=urls["public"],
+                   NEURON_ENV_NEURON_INDEX_URL=urls["neuron"],
+                   NEURON_ENV_PYTORCH_INDEX_URL=urls["pytorch"], **extra)
+
+
+def _descendants_cmdlines(pid: int, seen: list[str], stop: threading.Event) -> None:
+    """Every command line of pid's process tree, sampled until stop."""
+    while not stop.is_set():
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid or int(d.name) == pid or any(f"[{ppid}]" in s for s in seen):
+                seen.append(f"[{d.name}] {cmd}")
+        time.sleep(0.02)
+
+
+def _dists(py) -> dict[str, str]:
+    code = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name']: "
+            "d.version for d in m.distributions()}))")
+    return json.loads(subprocess.run([str(py), "-c", code], capture_output=True, text=True,
+                                     check=True, timeout=60).stdout)
+
+
+@needs312
+def test_three_indexes_on_one_host_with_a_hostile_public_one(idx, host_root, tmp_path):
+    """Old code: every file on the host counted as the neuron index's, so the public
+    libneuronxla 2.99 (a dependency) went in as 'neuron'."""
+    py = make_venv(tmp_path / "v", PY312)
+    with IndexServer(Path(idx["root"])) as mirror:
+        urls = _urls(mirror)
+        r = subprocess.run([sys.executable, "-m", "neuron_env", "install", "--yes", "--root",
+                            str(host_root), "--python", str(py), "--installer", "pip",
+                            "--format", "json"], capture_output=True, text=True,
+                           env=_env(idx, urls), timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = _dists(py)
+    assert got["torch-neuronx"] == "2.14.3.0.1" and got["libneuronxla"] == "2.2.0"
+    assert got["torch"] == "2.14.0+cpu" and got["nki"] == "0.3.0"
+    pk = {p["name"]: p for p in json.loads(r.stdout)["packages"]}
+    assert pk["libneuronxla"]["index"] == "neuron" and pk["torch"]["index"] == "pytorch-cpu"
+    assert "/neuron/files/" in pk["libneuronxla"]["url"]
+
+
+@needs312
+def test_credentials_stay_off_command_lines_and_outputs_and_a_private_public_index_works(
+        idx, host_root, tmp_path):
+    py = make_venv(tmp_path / "v", PY312)
+    with IndexServer(Path(idx["root"]), auth=(USER, PASSWORD)) as mirror:
+        urls = _urls(mirror, f"{USER}:{QUOTED}@")
+        p = subprocess.Popen([sys.executable, "-m", "neuron_env", "install", "--yes", "--root",
+                              str(host_root), "--python", str(py), "--installer", "pip",
+                              "--format", "json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=_env(idx, urls), cwd=REPO)
+        seen: list[str] = []
+        stop = threading.Event()
+        t = threading.Thread(target=_descendants_cmdlines, args=(p.pid, seen, stop))
+        t.start()
+        try:
+            out, err = p.communicate(timeout=300)
+        finally:
+            stop.set()
+            t.join()
+    assert p.returncode == 0, out + err
+    assert any(" install " in s and "--report" in s for s in seen), seen  # pip was sampled
+    for s in seen:
+        assert QUOTED not in s and "p@ss" not in s, f"credentials on a command line: {s}"
+    doc = json.loads(out)
+    man = (py.parent.parent / ".neuron-env/install-manifest.json").read_text()
+    for where, text in (("stdout", out), ("stderr", err), ("manifest", man),
+                        ("log", Path(doc["log"]).read_text())):
+        assert QUOTED not in text and "p@ss" not in text and "w'o" not in text, where
+    assert json.loads(man)["status"] == "complete"
+    assert _dists(py)["filelock"] == "3.0.0"  # from the private public index, at the last step
+    leftovers = [f for f in os.listdir("/tmp") if f.startswith("neuron-env-install-")]
+    for d in leftovers:
+        for f in Path("/tmp", d).glob("*"):
+            assert QUOTED not in f.read_text(errors="replace"), f
