@@ -8,7 +8,7 @@ import re
 # userinfo between "scheme://" and the LAST "@" before the path (no "/" or whitespace in
 # between): user, user:password, and passwords that hold a raw @ ' " or : themselves. A quote
 # that closes a JSON string (followed by , : } ]) ends the URL.
-_USERINFO = re.compile(r"(?<=://)(?:(?![\"'][,:}\]\s])[^/\s<>])+@")
+_USERINFO = re.compile(r"(?<=://)(?:\\[\"']|(?![\"'][,:}\]\s])[^/\s<>])+@")
 MASK = "***@"
 
 

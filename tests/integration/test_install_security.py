@@ -88,11 +88,12 @@ def test_three_indexes_on_one_host_with_a_hostile_public_one(idx, host_root, tmp
 
 
 @needs312
+@pytest.mark.parametrize("spelled", [QUOTED, PASSWORD])  # percent-encoded, and raw @ ' " :
 def test_credentials_stay_off_command_lines_and_outputs_and_a_private_public_index_works(
-        idx, host_root, tmp_path):
+        idx, host_root, tmp_path, spelled):
     py = make_venv(tmp_path / "v", PY312)
     with IndexServer(Path(idx["root"]), auth=(USER, PASSWORD)) as mirror:
-        urls = _urls(mirror, f"{USER}:{QUOTED}@")
+        urls = _urls(mirror, f"{USER}:{spelled}@")
         p = subprocess.Popen([sys.executable, "-m", "neuron_env", "install", "--yes", "--root",
                               str(host_root), "--python", str(py), "--installer", "pip",
                               "--format", "json"], stdout=subprocess.PIPE,
@@ -109,12 +110,14 @@ def test_credentials_stay_off_command_lines_and_outputs_and_a_private_public_ind
     assert p.returncode == 0, out + err
     assert any(" install " in s and "--report" in s for s in seen), seen  # pip was sampled
     for s in seen:
-        assert QUOTED not in s and "p@ss" not in s, f"credentials on a command line: {s}"
+        assert spelled not in s and "p@ss" not in s and "p%40" not in s, \
+            f"credentials on a command line: {s}"
     doc = json.loads(out)
     man = (py.parent.parent / ".neuron-env/install-manifest.json").read_text()
     for where, text in (("stdout", out), ("stderr", err), ("manifest", man),
                         ("log", Path(doc["log"]).read_text())):
-        assert QUOTED not in text and "p@ss" not in text and "w'o" not in text, where
+        for part in (QUOTED, "p@ss", "w'o", "p%40"):
+            assert part not in text, (where, part)
     assert json.loads(man)["status"] == "complete"
     assert _dists(py)["filelock"] == "3.0.0"  # from the private public index, at the last step
     leftovers = [f for f in os.listdir("/tmp") if f.startswith("neuron-env-install-")]

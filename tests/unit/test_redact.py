@@ -46,9 +46,9 @@ def test_passwords_with_at_quotes_colons_and_percent_are_masked_whole(password):
 def test_json_documents_keep_their_shape():
     import json
 
-    doc = {"a": "https://h", "b": "a@b", "c": "https://u:p\"@q@h/x"}
+    doc = {"a": "https://h", "b": "a@b", "c": "https://u:p\"@q@h/x", "d": "https://u:p\",x@h/"}
     for text in (json.dumps(doc), json.dumps(doc, separators=(",", ":")),
                  json.dumps(doc, indent=2)):
         back = json.loads(redact.text(text))
         assert back["a"] == "https://h" and back["b"] == "a@b"
-        assert back["c"] == "https://***@h/x"
+        assert back["c"] == "https://***@h/x" and back["d"] == "https://***@h/"
