@@ -17,6 +17,7 @@ from pathlib import Path
 
 from neuron_env.install.plan import Plan
 from neuron_env.matrix.model import Matrix
+from neuron_env.util.files import read_bounded
 
 PYPI = "https://pypi.org/simple"
 _MAX_CONF = 1 << 20
@@ -43,9 +44,7 @@ def _conf_files(env) -> list[Path]:
 def _from_conf(path: Path) -> tuple[list[str], list[str]]:
     cp = configparser.RawConfigParser()
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_CONF:
-            return [], []
-        cp.read_string(path.read_text(encoding="utf-8", errors="replace"))
+        cp.read_string(read_bounded(path, _MAX_CONF).decode("utf-8", "replace"))
     except (OSError, configparser.Error):
         return [], []
     idx, extra = [], []
