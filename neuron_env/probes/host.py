@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
+from neuron_env.util.text import escape_controls
 
 MAX_READ = 1 << 20  # no host file we read is anywhere near this; a bigger one is not ours
 
@@ -78,7 +79,7 @@ def parse_os_release(text: str) -> dict[str, str]:
         k, _, v = line.partition("=")
         k = k.strip()
         if re.match(r"^[A-Z_][A-Z0-9_]*$", k):
-            out[k] = _unquote(v)
+            out[k] = escape_controls(_unquote(v))  # a host's text never drives a terminal
     return out
 
 
@@ -142,7 +143,7 @@ class DMIFacts:
 def probe_dmi(root: Root) -> DMIFacts:
     def rd(name: str) -> str | None:
         v = root.read(f"sys/devices/virtual/dmi/id/{name}", limit=4096)
-        return v.strip() if v is not None and v.strip() else None
+        return escape_controls(v.strip()) if v is not None and v.strip() else None
 
     return DMIFacts(rd("sys_vendor"), rd("product_name"), rd("board_asset_tag"))
 
