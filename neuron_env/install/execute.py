@@ -97,6 +97,8 @@ def up_to_date(plan: Plan, t: TargetFacts) -> str | None:
 
 # -- resolution -----------------------------------------------------------------------------
 class Resolver:
+    repair = False  # after an unfinished install: resolve (and record) the whole set
+
     def __init__(self, plan: Plan, m: Matrix, inst: Installer, log: Log, progress: Progress,
                  timeout: float, work: str, steps: list[StepResult]) -> None:
         self.plan, self.m, self.inst, self.log = plan, m, inst, log
@@ -107,7 +109,7 @@ class Resolver:
                  activity: str) -> list[Item]:
         self.n += 1
         report = os.path.join(self.work, f"report-{self.n}.json")
-        argv = installers.resolve_cmd(self.inst, report, reqs, src, no_deps)
+        argv = installers.resolve_cmd(self.inst, report, reqs, src, no_deps, self.repair)
         res = run_step(name, argv, timeout=self.timeout, env={**installer_env(), **src.env},
                        log=self.log,
                        progress=self.progress, activity=activity)
@@ -249,6 +251,7 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
             if any(r.source == "bundled" for r in plan.requirements):
                 bundled[EMULATOR] = str(bundled_builder(Path(work)))
             resolver = Resolver(plan, m, inst, log, progress, opts.timeout, work, out.steps)
+            resolver.repair = install_manifest.unfinished(previous)
             items = resolver.resolve(bundled)
             out.results.append(Result(
                 "install.provenance", "install", "pass",
@@ -271,7 +274,8 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
                     f.write("".join(it.lock_line() + "\n" for it in items))
                 hashes = all(it.sha256 for it in items)
                 res = run_step(f"install ({inst.name})",
-                               installers.install_cmd(inst, plan.python, lock_file, hashes),
+                               installers.install_cmd(inst, plan.python, lock_file, hashes,
+                                                      resolver.repair),
                                timeout=opts.timeout,
                                env={**installer_env(), **mirrors.auth_env(plan)}, log=log,
                                progress=progress,

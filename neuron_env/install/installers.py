@@ -71,18 +71,24 @@ def sources(index_url: str | None, extra: list[str], find_links: tuple[str, ...]
     return Sources(args, {} if offline else mirrors.index_env(index_url, extra))
 
 
-def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: list[str],
-                no_deps: bool) -> list[str]:
+def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: Sources,
+                no_deps: bool, ignore_installed: bool = False) -> list[str]:
+    """ignore_installed: report the whole set, what is already there included (a repair
+    records every package it vouches for, not only those it had to fetch)."""
     return [*inst.pip, "install", "--dry-run", "--quiet", "--report", report,
-            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []), *src.args,
-            *reqs]
+            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []),
+            *(["--ignore-installed"] if ignore_installed else []), *src.args, *reqs]
 
 
-def install_cmd(inst: Installer, target: str, lock: str, hashes: bool) -> list[str]:
+def install_cmd(inst: Installer, target: str, lock: str, hashes: bool,
+                reinstall: bool = False) -> list[str]:
+    """reinstall: a repair puts back every locked file, whatever an interrupted run left."""
     if inst.name == "uv":
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
+                *(["--reinstall"] if reinstall else []),
                 *(["--require-hashes"] if hashes else []), "-r", lock]
     return [*inst.pip, "install", "--no-deps", "--no-index", *NET,
+            *(["--force-reinstall"] if reinstall else []),
             *(["--require-hashes"] if hashes else []), "-r", lock]
 
 

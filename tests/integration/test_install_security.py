@@ -124,3 +124,33 @@ def test_credentials_stay_off_command_lines_and_outputs_and_a_private_public_ind
     for d in leftovers:
         for f in Path("/tmp", d).glob("*"):
             assert QUOTED not in f.read_text(errors="replace"), f
+
+
+@needs312
+def test_a_repair_records_the_whole_installed_set(idx, host_root, tmp_path):
+    """What an interrupted (kill -9) install leaves: every package in place, the manifest
+    'incomplete'. The repair must vouch for all of them, dependencies (libneuronxla, filelock)
+    included, so doctor --strict passes. Old code recorded the four requested packages."""
+    py = make_venv(tmp_path / "v", PY312)
+    env = pip_env(idx)
+    args = [sys.executable, "-m", "neuron_env", "install", "--yes", "--root", str(host_root),
+            "--python", str(py), "--installer", "pip", "--format", "json"]
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+    path = py.parent.parent / ".neuron-env/install-manifest.json"
+    man = json.loads(path.read_text())
+    man.update(status="incomplete", error="interrupted (killed) during install",
+               packages=[p for p in man["packages"] if p["name"] == "torch"])
+    path.write_text(json.dumps(man))
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+    man = json.loads(path.read_text())
+    got = {p["name"]: p for p in man["packages"]}
+    assert man["status"] == "complete"
+    assert got["libneuronxla"]["index"] == "neuron" and got["libneuronxla"]["sha256"]
+    assert "filelock" in got and got["torch-neuronx"]["index"] == "neuron"
+    d = subprocess.run([sys.executable, "-m", "neuron_env", "doctor", "--root", str(host_root),
+                        "--python", str(py), "--only", "backend", "--strict", "--format",
+                        "json"], capture_output=True, text=True, env=env, timeout=120)
+    res = {x["id"]: x for x in json.loads(d.stdout)["results"]}
+    assert res["backend.origin"]["status"] == "pass", res["backend.origin"]
