@@ -143,10 +143,10 @@ def with_credentials(url: str, index_urls) -> str:
 
 
 def origin_of(item: Item, plan: Plan, m: Matrix) -> tuple[str | None, str | None]:
-    """(index name, source URL) that served item: an index, 'public', 'wheelhouse', or
-    (None, None) when no known source (or more than one) could have."""
+    """(index name, source URL) that served item: a matrix index, 'wheelhouse', or (None,
+    None): pip's public index, or no known source (or more than one) could have."""
     src, _ = attribute(item.url, sources(plan))
-    if src is not None:
+    if src is not None and src.name != PUBLIC:  # the public index is nobody's "index" of record
         return src.name, src.url
     wh = from_wheelhouse(item.url, plan.find_links)
     return ("wheelhouse", "file://" + wh) if wh else (None, None)
@@ -164,7 +164,7 @@ def outside(item: Item, index: str, plan: Plan) -> str:
     use = plan.index(index)
     why = ambiguity(item, plan)
     if why:
-        return f"{item.name} {item.version}: {why}"
+        return f"{item.name} {item.version}: {why}; to resolve it, {AMBIGUITY_FIX}"
     return (f"{item.name} {item.version} would come from {item.url}, not from the "
             f"{index} index ({use.url if use else '?'})")
 

@@ -67,7 +67,7 @@ def test_a_file_elsewhere_on_a_shared_host_is_refused_with_the_way_out():
     odd = _item("torch-neuronx", "2.14.3.0.1", "http://m/blobs/ab/tn.whl")
     (why,) = provenance.problems([odd], _plan(urls), M)
     assert "several indexes" in why and "neuron (http://m:80/neuron/simple)" in why
-    assert "FILES_URL" in provenance.AMBIGUITY_FIX
+    assert "NEURON_ENV_NEURON_FILES_URL" in why
     # the way out: say where the neuron index's files live
     p = _plan(urls, {"NEURON_ENV_NEURON_FILES_URL": "http://m/blobs/"})
     assert provenance.problems([odd], p, M) == []
