@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
     ["install", "--lock-timeout", "nan"], ["install", "--lock-timeout", "inf"],
     ["install", "--timeout", "-1"],
     ["smoke", "--rtol", "nan"], ["smoke", "--atol", "inf"], ["smoke", "--rtol", "-1"],
-    ["smoke", "--size", "0"], ["smoke", "--iterations", "-3"],
+    ["smoke", "--size", "0"], ["smoke", "--iterations", "-3"], ["collectives", "--timeout", "nan"],
 ])
 def test_senseless_numbers_exit_2_with_a_message(args):
     r = run_cli(*args, timeout=30)
