@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from neuron_env.install.installers import find_uv
 from tests.conftest import REPO
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import PY312, needs312, pip_env
@@ -94,14 +95,17 @@ def test_three_indexes_on_one_host_with_a_hostile_public_one(idx, host_root, tmp
 
 
 @needs312
-@pytest.mark.parametrize("spelled", [QUOTED, PASSWORD])  # percent-encoded, and raw @ ' " :
+@pytest.mark.parametrize(("spelled", "installer"), [  # percent-encoded, and raw @ ' " :
+    (QUOTED, "pip"), (PASSWORD, "pip"), (QUOTED, "uv")])
 def test_credentials_stay_off_command_lines_and_outputs_and_a_private_public_index_works(
-        idx, host_root, tmp_path, spelled):
+        idx, host_root, tmp_path, spelled, installer):
+    if installer == "uv" and find_uv() is None:
+        pytest.skip("uv is not installed (pip install uv): only pip was exercised")
     py = make_venv(tmp_path / "v", PY312)
     with IndexServer(Path(idx["root"]), auth=(USER, PASSWORD)) as mirror:
         urls = _urls(mirror, f"{USER}:{spelled}@")
         p = subprocess.Popen([sys.executable, "-m", "neuron_env", "install", "--yes", "--root",
-                              str(host_root), "--python", str(py), "--installer", "pip",
+                              str(host_root), "--python", str(py), "--installer", installer,
                               "--format", "json"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=_env(idx, urls), cwd=REPO)
         seen: list[str] = []
