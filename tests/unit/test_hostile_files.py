@@ -149,3 +149,16 @@ def test_absolute_symlinks_resolve_inside_the_root_as_chroot_would(tmp_path):
     loop.symlink_to("/etc/loop")
     with pytest.raises(FileProblem, match="too many levels"):
         resolve_in_root(root, "etc/loop")
+
+
+def test_matrix_import_refuses_fifo_and_deep_json(tmp_path):
+    from neuron_env.matrix.importer import load_manifest
+
+    fifo = tmp_path / "manifest.json"
+    os.mkfifo(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    for path, words in ((fifo, "FIFO"), (deep, "nested too deeply")):
+        with pytest.raises(MatrixError) as ei:
+            _bounded(load_manifest, path)
+        assert words in ei.value.problems[0].render()
