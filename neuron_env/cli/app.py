@@ -169,6 +169,7 @@ def main() -> None:
     import neuron_env.cli  # noqa: F401  (the command modules register on `app`)
 
     usage, abort = _parse_errors()
+    _sigterm_interrupts()
     try:
         rc = app(standalone_mode=False)  # parse errors come back here: JSON mode speaks JSON
     except usage as e:
@@ -177,6 +178,16 @@ def main() -> None:
         sys.stderr.write("neuron-env: interrupted\n")
         sys.exit(130)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _sigterm_interrupts() -> None:
+    """SIGTERM (systemd, Slurm, `timeout`, a CI runner) ends a command like Ctrl-C: children
+    killed, exit 130 and, under --format json, still one JSON document."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
 
 
 _SCHEMAS = {"matrix show": "matrix", "imagebuilder-component": "component"}

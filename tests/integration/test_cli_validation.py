@@ -74,3 +74,33 @@ def test_matrix_validate_refuses_a_contradiction(tmp_path):
         'release = "2.33"', 'release = "2.34"'))
     r = run_cli("matrix", "validate", str(bad), timeout=30)
     assert r.returncode == 2 and "file named for 2.33" in r.stdout + r.stderr
+
+
+def test_sigterm_before_the_install_step_still_leaves_one_json_document(tmp_path):
+    """SIGTERM while neuron-env probes the target (a slow interpreter): exit 130 and the error
+    envelope on stdout. Old code: killed silently, nothing on stdout."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import cli_env
+
+    mark = tmp_path / "probing"
+    slow = tmp_path / "python3"
+    slow.write_text(f"#!/bin/bash\ntouch {mark}\nsleep 60\n")
+    slow.chmod(0o755)
+    p = subprocess.Popen([sys.executable, "-m", "neuron_env", "install", "--yes", "--python",
+                          str(slow), "--format", "json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.exists(), "neuron-env never ran the interpreter"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (out, err)
+    doc = json.loads(out)
+    assert doc["exit_code"] == 130 and doc["error"]["code"]
+    jsonschema.validate(doc, json.loads(
+        (REPO / "neuron_env/schemas/install.schema.json").read_text()))
