@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from neuron_env import __version__
 from neuron_env.errors import UsageError
@@ -28,6 +30,8 @@ class BootstrapOptions:
     install_args: str = ""
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
+    neuron_index_from: str | None = None  # ssm:/NAME or env:VAR: the URL read at boot
+    pytorch_index_from: str | None = None
     instance_type: str | None = None  # image builder: the type the image targets
 
 
@@ -45,35 +49,83 @@ def _check(o: BootstrapOptions) -> None:
             raise UsageError(f"{name} {v!r} must be an absolute path", hint="e.g. /opt/venv")
 
 
-def _sh(v: str) -> str:
-    """A value safe inside "${VAR:-...}" (double quotes): no $, `, \\, " or newline."""
-    if any(c in v for c in '$`\\"\n'):
-        raise UsageError(f"{v!r} contains a character that cannot go in the script ($ ` \\ \" "
-                         "or a newline)", hint="pass it through the environment instead")
+_PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
+_SOURCE = re.compile(r"(ssm:/?[A-Za-z0-9_.\-/]{1,1011}|env:[A-Za-z_][A-Za-z0-9_]{0,127})")
+_INDEXES = (("--neuron-index-url", "NEURON_ENV_NEURON_INDEX_URL"),
+            ("--pytorch-index-url", "NEURON_ENV_PYTORCH_INDEX_URL"))
+
+
+def _plain(flag: str, v: str) -> str:
+    """A value for one line of a script: no control characters (a newline would end the line,
+    or leave a YAML block); everything else is quoted where it is used."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in v):
+        raise UsageError(f"{flag} {v!r} contains a control character (newline, tab, ...)",
+                         hint="pass a value on one line, without control characters")
     return v
 
 
+def _words(flag: str, v: str) -> list[str]:
+    """Extra arguments as the shell would split them ('a b' is one word), or a refusal."""
+    try:
+        return shlex.split(_plain(flag, v))
+    except ValueError as e:
+        raise UsageError(f"{flag} {v!r} cannot be split into arguments ({e})",
+                         hint="balance the quotes, e.g. --doctor-args \"--skip 'a b'\"") from None
+
+
+def credential_warnings(o: BootstrapOptions) -> list[str]:
+    """Index URLs that would put credentials in plain text into the rendered script."""
+    out = []
+    for (flag, _), v in zip(_INDEXES, (o.neuron_index_url, o.pytorch_index_url), strict=True):
+        if v and "@" in urlsplit(v).netloc:
+            out.append(f"{flag} holds credentials: they are written into the script in plain "
+                       f"text (readable in the instance's user data). Prefer {flag}-from "
+                       "ssm:/PARAMETER (read at boot) or env:VAR")
+    return out
+
+
+def _index_sources(o: BootstrapOptions) -> list[tuple[str, str | None, str | None]]:
+    """(variable, literal URL, run-time source) per index."""
+    out = []
+    for (flag, var), url, src in zip(_INDEXES, (o.neuron_index_url, o.pytorch_index_url),
+                                     (o.neuron_index_from, o.pytorch_index_from), strict=True):
+        if url and src:
+            raise UsageError(f"{flag} and {flag}-from both given", hint="give one of them")
+        if src and not _SOURCE.fullmatch(src):
+            raise UsageError(f"{flag}-from {src!r} is not ssm:/NAME or env:VAR",
+                             hint=f"e.g. {flag}-from ssm:/neuron/index-url")
+        out.append((var, _plain(flag, url) if url else None, src))
+    return out
+
+
 def _fill(template: str, subs: dict[str, str]) -> str:
+    """Every @@NAME@@ replaced in ONE pass: a value that holds @@X@@ stays as it is."""
     text = (TEMPLATES / template).read_text()
-    for k, v in subs.items():
-        text = text.replace(f"@@{k}@@", v)
-    return text
+
+    def one(mt: re.Match) -> str:
+        return subs[mt.group(1)]
+    return _PLACEHOLDER.sub(one, text)
 
 
 def userdata(o: BootstrapOptions) -> str:
     _check(o)
-    exports = []
-    for var, v in (("NEURON_ENV_NEURON_INDEX_URL", o.neuron_index_url),
-                   ("NEURON_ENV_PYTORCH_INDEX_URL", o.pytorch_index_url)):
-        if v:
-            exports.append(f'export {var}="${{{var}:-{_sh(v)}}}"')
+    q = shlex.quote
+    settings, lookups = [], []
+    for var, url, src in _index_sources(o):
+        if url:
+            settings.append(f"setting {var} {q(url)}\nexport {var}")
+        elif src:
+            lookups.append(f"retry index-url index_from {var} {q(src)} || exit $?")
     subs = {"SOURCE": o.source, "TOOL_VENV": o.tool_venv, "TARGET_VENV": o.venv,
             "TORCH": o.torch, "BACKEND": o.backend, "PYTHON": o.python, "LOG_DIR": o.log_dir,
             "STATE_DIR": o.state_dir, "SMOKE": "1" if o.smoke else "0",
-            "RETRIES": str(o.retries), "DOCTOR_ARGS": o.doctor_args,
-            "INSTALL_ARGS": o.install_args}
-    text = _fill("user-data.sh", {k: _sh(v) for k, v in subs.items()})
-    return text.replace("@@INDEX_EXPORTS@@\n", "".join(e + "\n" for e in exports))
+            "RETRIES": str(o.retries)}
+    subs = {k: q(_plain(f"--{k.lower()}", v)) for k, v in subs.items()}
+    subs["DOCTOR_ARGS"] = " ".join(q(w) for w in _words("--doctor-args", o.doctor_args))
+    subs["INSTALL_ARGS"] = " ".join(q(w) for w in _words("--install-args", o.install_args))
+    subs["INDEX_SETTINGS"] = "\n".join(settings)
+    subs["INDEX_LOOKUPS"] = "\n".join(lookups)
+    return _fill("user-data.sh", subs)
 
 
 def component(o: BootstrapOptions) -> str:
@@ -81,9 +133,12 @@ def component(o: BootstrapOptions) -> str:
     target instance type: the build instance is often another), test runs doctor --smoke."""
     _check(o)
     q = shlex.quote
-    env = "".join(f"export {k}={q(v)}\n              " for k, v in (
-        ("NEURON_ENV_NEURON_INDEX_URL", o.neuron_index_url),
-        ("NEURON_ENV_PYTORCH_INDEX_URL", o.pytorch_index_url)) if v)
+    for flag, v in (("--source", o.source), ("--venv", o.venv), ("--tool-venv", o.tool_venv),
+                    ("--python", o.python), ("--log-dir", o.log_dir),
+                    ("--instance-type", o.instance_type or "")):
+        _plain(flag, v)
+    env = "".join(_component_export(var, url, src) + "\n              "
+                  for var, url, src in _index_sources(o) if url or src)
     src = (f"--no-index --find-links {q(o.source)} neuron-env" if o.source.startswith("/")
            else q(o.source))
     torch = f" --torch {q(o.torch)}" if o.torch else ""
@@ -95,3 +150,13 @@ def component(o: BootstrapOptions) -> str:
             "BACKEND": q(o.backend), "TORCH": torch, "TARGET_PY": q(py), "ASSUME": assume,
             "LOG_DIR": q(o.log_dir)}
     return _fill("imagebuilder.yaml", subs)
+
+
+def _component_export(var: str, url: str | None, src: str | None) -> str:
+    q = shlex.quote
+    if url:
+        return f"export {var}={q(url)}"
+    if src.startswith("ssm:"):
+        return (f"export {var}=\"$(aws ssm get-parameter --name {q(src[4:])} "
+                "--with-decryption --query Parameter.Value --output text)\"")
+    return f"export {var}=\"${{{src[4:]}:?{src[4:]} is not set}}\""

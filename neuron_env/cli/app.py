@@ -78,6 +78,29 @@ def index_option(name: str, from_env: bool):
                                                                else "."))
 
 
+MAX_SECONDS = 30 * 24 * 3600.0  # a month: any longer limit is a typo, and overflows timers
+
+
+def seconds(value: float | None) -> float | None:
+    """Option callback for a time limit: finite, > 0, at most a month (else exit 2)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise typer.BadParameter(f"{value} is not a time limit: give seconds > 0 and at most "
+                                 f"{MAX_SECONDS:.0f} (e.g. 300)")
+    return value
+
+
+def tolerance(value: float | None) -> float | None:
+    """Option callback for --rtol/--atol: finite and >= 0 (nan or inf would pass anything)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a tolerance: give a finite number >= 0 "
+                                 "(e.g. 1e-3)")
+    return value
+
+
 def split(values: list[str] | None) -> list[str]:
     """`--only a,b --only c` -> [a, b, c]."""
     return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
@@ -130,11 +153,68 @@ def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, aborts) of the click typer runs on (its own copy from typer 0.28)."""
+    usage, abort = [], [typer.Abort]
+    if hasattr(typer, "TyperException"):
+        usage.append(typer.TyperException)
+    try:
+        import click
+    except ImportError:  # pragma: no cover - typer vendors click
+        return tuple(usage), tuple(abort)
+    return (*usage, click.exceptions.ClickException), (*abort, click.exceptions.Abort)
+
+
 def main() -> None:
     import neuron_env.cli  # noqa: F401  (the command modules register on `app`)
 
+    usage, abort = _parse_errors()
+    _sigterm_interrupts()
     try:
-        app()
-    except KeyboardInterrupt:
+        rc = app(standalone_mode=False)  # parse errors come back here: JSON mode speaks JSON
+    except usage as e:
+        usage_error(e, sys.argv[1:])
+    except (KeyboardInterrupt, *abort):
         sys.stderr.write("neuron-env: interrupted\n")
         sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _sigterm_interrupts() -> None:
+    """SIGTERM (systemd, Slurm, `timeout`, a CI runner) ends a command like Ctrl-C: children
+    killed, exit 130 and, under --format json, still one JSON document."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+_SCHEMAS = {"matrix show": "matrix", "imagebuilder-component": "component"}
+
+
+def usage_error(e, argv: list[str]) -> NoReturn:
+    """A flag click could not parse (`--size abc`, an unknown flag): with `--format json`, the
+    error envelope on stdout like any other failure; otherwise click's own message. Exit 2."""
+    import itertools
+
+    names, ctx = [], getattr(e, "ctx", None)
+    has_format = ctx is not None and any(p.name == "format" for p in ctx.command.params)
+    while ctx is not None and ctx.parent is not None:  # the command's names, not the program's
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    path = " ".join(names)
+    wants_json = "--format=json" in argv or any(
+        a == "--format" and b == "json" for a, b in itertools.pairwise(argv))
+    code = getattr(e, "exit_code", 2)
+    if not (wants_json and has_format and path) or type(e).__name__ == "NoArgsIsHelpError":
+        e.show()
+        sys.exit(code)
+    from neuron_env.errors import UsageError
+
+    hint = f"see `neuron-env {path} --help`"
+    try:
+        fail(UsageError(e.format_message(), hint=hint), "json",
+             f"neuron-env.{_SCHEMAS.get(path, path.replace(' ', '-'))}/1")
+    except typer.Exit as x:
+        sys.exit(x.exit_code)

@@ -6,6 +6,14 @@ import typer
 
 from neuron_env.cli.app import app, emit, index_option
 
+
+def index_from_option(which: str):
+    return typer.Option(None, f"--{which}-index-url-from", help=f"Read the {which} index URL "
+                        "on the instance at boot instead of writing it into the script: "
+                        "ssm:/PARAMETER (SecureString; needs the aws CLI and ssm:GetParameter) "
+                        "or env:VAR.")
+
+
 SOURCE_HELP = ("How to install neuron-env itself: a pip spec (neuron-env==X), a wheel URL, or a "
                "wheelhouse directory (default: this version from the public index).")
 
@@ -18,6 +26,8 @@ def _rendered(kind: str, **kw):
 
     opts = render.BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
     text = render.userdata(opts) if kind == "userdata" else render.component(opts)
+    for w in render.credential_warnings(opts):
+        typer.echo(f"warning: {w}", err=True)
     return Document(envelope(f"neuron-env.{kind}/1", 0, script=text), lambda b: b["script"])
 
 
@@ -35,6 +45,8 @@ def userdata(
     retries: int = typer.Option(None, "--retries", help="Attempts for network steps."),
     neuron_index_url: str = index_option("neuron", from_env=False),
     pytorch_index_url: str = index_option("pytorch", from_env=False),
+    neuron_index_from: str = index_from_option("neuron"),
+    pytorch_index_from: str = index_from_option("pytorch"),
     doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
                                     "'--tag-instance --publish-ssm /ami/neuron'."),
 ) -> None:
@@ -43,6 +55,7 @@ def userdata(
         "userdata", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, smoke=smoke, retries=retries,
         neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
+        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from,
         doctor_args=doctor_args), "text", "neuron-env.userdata/1")
 
 
@@ -59,10 +72,13 @@ def imagebuilder_component(
                                       "targets (validate runs on the build instance)."),
     neuron_index_url: str = index_option("neuron", from_env=False),
     pytorch_index_url: str = index_option("pytorch", from_env=False),
+    neuron_index_from: str = index_from_option("neuron"),
+    pytorch_index_from: str = index_from_option("pytorch"),
 ) -> None:
     """An EC2 Image Builder component (YAML) on stdout: build, validate, test phases."""
     emit(lambda: _rendered(
         "component", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, instance_type=instance_type,
-        neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url), "text",
+        neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
+        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from), "text",
         "neuron-env.component/1")

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from neuron_env.cli.app import DoctorFmt, app, emit, split
+from neuron_env.cli.app import DoctorFmt, app, emit, seconds, split
 
 
 @app.command()
@@ -23,7 +23,8 @@ def collectives(
     sizes: str = typer.Option(None, "--sizes", help="8B..16MB (x4 steps) or a list: 1K,4M."),
     dtype: str = typer.Option("float32", "--dtype", help="float32, bfloat16, float16, int32."),
     iterations: int = typer.Option(5, "--iterations", help="Timed iterations per op and size."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Hard limit for the whole run (s); "
+    timeout: float = typer.Option(300.0, "--timeout", callback=seconds,
+                                  help="Hard limit for the whole run (s); "
                                   "every rank is killed then."),
     print_launch: str = typer.Option(None, "--print-launch", metavar="torchrun|srun",
                                      help="Print the multi-node command instead of running."),

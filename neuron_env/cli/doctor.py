@@ -12,6 +12,7 @@ from neuron_env.cli.app import (
     matrix_option,
     python_option,
     root_option,
+    seconds,
     split,
 )
 
@@ -33,7 +34,8 @@ def doctor(
     aws: bool = typer.Option(False, "--aws", help="Compare with EC2 DescribeInstanceTypes."),
     smoke: bool = typer.Option(False, "--smoke", help="Also run the device smoke test "
                                "(smoke.device)."),
-    smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", help="Its hard limit (s)."),
+    smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", callback=seconds,
+                                        help="Its hard limit (s)."),
     neuron_index_url: str = index_option("neuron", from_env=True),
     pytorch_index_url: str = index_option("pytorch", from_env=True),
     tag_instance: bool = typer.Option(False, "--tag-instance", help="Write the status and "

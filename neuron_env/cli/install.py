@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit, index_option, matrix_option, python_option
+from neuron_env.cli.app import (
+    Fmt,
+    app,
+    emit,
+    index_option,
+    matrix_option,
+    python_option,
+    seconds,
+)
 
 INTERRUPTED = ("install interrupted; nothing more was changed (an install already under way is "
                "marked incomplete: re-run to repair)")
+
+
+def _installer(value: str | None) -> str | None:
+    """Checked while parsing, before anything (a venv) is created."""
+    if value is not None and value not in ("pip", "uv"):
+        raise typer.BadParameter(f"{value!r} is not one of pip, uv (use --installer pip or "
+                                 "--installer uv)")
+    return value
 
 
 @app.command()
@@ -22,7 +38,8 @@ def install(
                                 "emulated (the CPU-emulated device shipped with neuron-env)."),
     venv: str = typer.Option(None, "--venv", help="Install into this venv; created (with "
                              "--python) when it does not exist."),
-    installer: str = typer.Option(None, "--installer", help="pip or uv (default: uv where "
+    installer: str = typer.Option(None, "--installer", callback=lambda v: _installer(v),
+                                  help="pip or uv (default: uv where "
                                   "installed, else pip). Resolution always uses pip --report."),
     find_links: list[str] = typer.Option(None, "--find-links", help="A wheelhouse directory "
                                          "(repeatable)."),
@@ -34,8 +51,10 @@ def install(
     format: Fmt = typer.Option(Fmt.text, "--format"),
     neuron_index_url: str = index_option("neuron", from_env=False),
     pytorch_index_url: str = index_option("pytorch", from_env=False),
-    timeout: float = typer.Option(1800.0, "--timeout", help="Limit per installer step (s)."),
-    lock_timeout: float = typer.Option(900.0, "--lock-timeout", help="How long to wait for "
+    timeout: float = typer.Option(1800.0, "--timeout", callback=seconds,
+                                  help="Limit per installer step (s)."),
+    lock_timeout: float = typer.Option(900.0, "--lock-timeout", callback=seconds,
+                                       help="How long to wait for "
                                        "another install into the same environment (s)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),

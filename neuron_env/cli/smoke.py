@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit
+from neuron_env.cli.app import Fmt, app, emit, seconds, tolerance
 
 
 @app.command()
 def smoke(
     python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
     device: str = typer.Option("neuron", "--device", help="neuron, cpu or cuda."),
-    size: int = typer.Option(1024, "--size", help="Matmul size N (N x N)."),
+    size: int = typer.Option(1024, "--size", min=1, help="Matmul size N (N x N)."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16."),
-    rtol: float = typer.Option(None, "--rtol", help="Override the dtype's relative tolerance."),
-    atol: float = typer.Option(None, "--atol", help="Override the dtype's absolute tolerance."),
-    iterations: int = typer.Option(10, "--iterations", help="Steady-state iterations."),
+    rtol: float = typer.Option(None, "--rtol", callback=tolerance,
+                               help="Override the dtype's relative tolerance."),
+    atol: float = typer.Option(None, "--atol", callback=tolerance,
+                               help="Override the dtype's absolute tolerance."),
+    iterations: int = typer.Option(10, "--iterations", min=1, help="Steady-state iterations."),
     backward: bool = typer.Option(False, "--backward", help="Also an MLP training step."),
     compile: bool = typer.Option(False, "--compile", help="Also the MLP under torch.compile."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Hard limit for the whole run (s)."),
+    timeout: float = typer.Option(300.0, "--timeout", callback=seconds,
+                                  help="Hard limit for the whole run (s)."),
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
     """Compute on the device: matmul vs CPU, first call vs steady state, CPU-fallback ops."""

@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 
 from neuron_env import __version__, checks
 from neuron_env.errors import ConfigurationError, ResolutionError
-from neuron_env.install import installers, provenance
+from neuron_env.install import installers, mirrors, provenance
 from neuron_env.install import manifest as install_manifest
 from neuron_env.install.installers import Installer
 from neuron_env.install.lock import EnvLock
@@ -97,6 +97,8 @@ def up_to_date(plan: Plan, t: TargetFacts) -> str | None:
 
 # -- resolution -----------------------------------------------------------------------------
 class Resolver:
+    repair = False  # after an unfinished install: resolve (and record) the whole set
+
     def __init__(self, plan: Plan, m: Matrix, inst: Installer, log: Log, progress: Progress,
                  timeout: float, work: str, steps: list[StepResult]) -> None:
         self.plan, self.m, self.inst, self.log = plan, m, inst, log
@@ -107,8 +109,9 @@ class Resolver:
                  activity: str) -> list[Item]:
         self.n += 1
         report = os.path.join(self.work, f"report-{self.n}.json")
-        argv = installers.resolve_cmd(self.inst, report, reqs, src, no_deps)
-        res = run_step(name, argv, timeout=self.timeout, env=installer_env(), log=self.log,
+        argv = installers.resolve_cmd(self.inst, report, reqs, src, no_deps, self.repair)
+        res = run_step(name, argv, timeout=self.timeout, env={**installer_env(), **src.env},
+                       log=self.log,
                        progress=self.progress, activity=activity)
         self.steps.append(res)
         if res.returncode != 0:
@@ -127,8 +130,7 @@ class Resolver:
         for it in items:
             got, _ = provenance.origin_of(it, self.plan, self.m)
             if got not in (index, "wheelhouse"):
-                raise InstallError(f"{it.name} {it.version} resolved from {it.url}, outside "
-                                   f"the {index} index ({use.url})",
+                raise InstallError(provenance.outside(it, index, self.plan),
                                    hint="check pip's configuration (pip config list) for "
                                         "find-links or indexes that add other sources")
         return items
@@ -213,6 +215,7 @@ def execute(plan: Plan, m: Matrix, facts, opts: ExecOptions, progress: Progress,
     """facts: HostFacts from before the run (host + target). Returns the outcome; raises
     NeuronEnvError subclasses for refusals and failures that leave the environment unchanged."""
     prefix = plan.prefix
+    plan = mirrors.with_mirrors(plan, m)  # pip's own indexes + files prefixes: provenance
     sdir = state_dir(prefix)
     old_term = _sigterm_as_interrupt()
     try:
@@ -248,6 +251,7 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
             if any(r.source == "bundled" for r in plan.requirements):
                 bundled[EMULATOR] = str(bundled_builder(Path(work)))
             resolver = Resolver(plan, m, inst, log, progress, opts.timeout, work, out.steps)
+            resolver.repair = install_manifest.unfinished(previous)
             items = resolver.resolve(bundled)
             out.results.append(Result(
                 "install.provenance", "install", "pass",
@@ -266,14 +270,14 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
                         hint="free disk space in the environment, or choose a writable "
                              "--venv DIR") from None
                 lock_file = os.path.join(work, "lock.txt")
-                with open(lock_file, "w", encoding="utf-8") as f:
-                    urls = [i.url for i in plan.indexes]
-                    f.write("".join(it.lock_line(provenance.with_credentials(it.url, urls))
-                                    + "\n" for it in items))
+                with open(lock_file, "w", encoding="utf-8") as f:  # no credentials: auth_env
+                    f.write("".join(it.lock_line() + "\n" for it in items))
                 hashes = all(it.sha256 for it in items)
                 res = run_step(f"install ({inst.name})",
-                               installers.install_cmd(inst, plan.python, lock_file, hashes),
-                               timeout=opts.timeout, env=installer_env(), log=log,
+                               installers.install_cmd(inst, plan.python, lock_file, hashes,
+                                                      resolver.repair),
+                               timeout=opts.timeout,
+                               env={**installer_env(), **mirrors.auth_env(plan)}, log=log,
                                progress=progress,
                                activity=f"Installing {len(items)} package(s): "
                                         + ", ".join(f"{i.name} {i.version}" for i in items[:6])

@@ -9,8 +9,10 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from neuron_env.errors import ConfigurationError, UsageError
+from neuron_env.install import mirrors
 
 INSTALLERS = ("pip", "uv")
 NET = ["--timeout", "15", "--retries", "1"]
@@ -53,32 +55,40 @@ def choose(requested: str | None, target: str, target_has_pip: bool) -> Installe
     return Installer(name, pip, uv if name == "uv" else None)
 
 
+class Sources(NamedTuple):
+    """Where a resolution looks: flags for the command line and, apart, the index URLs for the
+    environment (a command line is world-readable in /proc; index URLs may hold credentials)."""
+
+    args: list[str]
+    env: dict[str, str]
+
+
 def sources(index_url: str | None, extra: list[str], find_links: tuple[str, ...],
-            offline: bool) -> list[str]:
-    args = []
-    if offline:
-        args.append("--no-index")
-    else:
-        if index_url:
-            args += ["--index-url", index_url]
-        for u in extra:
-            args += ["--extra-index-url", u]
+            offline: bool) -> Sources:
+    args = ["--no-index"] if offline else []
     for d in find_links:
         args += ["--find-links", d]
-    return args
+    return Sources(args, {} if offline else mirrors.index_env(index_url, extra))
 
 
-def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: list[str],
-                no_deps: bool) -> list[str]:
+def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: Sources,
+                no_deps: bool, ignore_installed: bool = False) -> list[str]:
+    """ignore_installed: report the whole set, what is already there included (a repair
+    records every package it vouches for, not only those it had to fetch)."""
     return [*inst.pip, "install", "--dry-run", "--quiet", "--report", report,
-            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []), *src, *reqs]
+            "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []),
+            *(["--ignore-installed"] if ignore_installed else []), *src.args, *reqs]
 
 
-def install_cmd(inst: Installer, target: str, lock: str, hashes: bool) -> list[str]:
+def install_cmd(inst: Installer, target: str, lock: str, hashes: bool,
+                reinstall: bool = False) -> list[str]:
+    """reinstall: a repair puts back every locked file, whatever an interrupted run left."""
     if inst.name == "uv":
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
+                *(["--reinstall"] if reinstall else []),
                 *(["--require-hashes"] if hashes else []), "-r", lock]
     return [*inst.pip, "install", "--no-deps", "--no-index", *NET,
+            *(["--force-reinstall"] if reinstall else []),
             *(["--require-hashes"] if hashes else []), "-r", lock]
 
 

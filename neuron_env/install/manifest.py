@@ -56,3 +56,9 @@ def write(prefix: str, doc: dict) -> str:
             os.unlink(tmp)
         raise
     return path
+
+
+def unfinished(doc: dict | None) -> bool:
+    """A manifest an install left behind without finishing (interrupted, killed, failed):
+    the next install is a repair and must vouch for the whole installed set."""
+    return bool(doc) and doc.get("status") != "complete"

@@ -35,6 +35,7 @@ class IndexUse:
     packages: tuple[str, ...]
     overridden_by: str | None = None  # "--neuron-index-url", "NEURON_ENV_NEURON_INDEX_URL"
     matrix_url: str | None = None
+    files: str | None = None  # where a shared mirror serves its files (provenance.attribute)
 
     def serialize(self) -> dict:
         return {"name": self.name, "url": self.url, "packages": list(self.packages),
@@ -56,6 +57,7 @@ class Plan:
     forced: tuple[str, ...] = ()  # what --force let through
     warnings: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()  # packages already right that the plan leaves alone
+    public: tuple[str, ...] = ()  # pip's own configured indexes (install/mirrors.py)
 
     def index(self, name: str | None) -> IndexUse | None:
         return next((i for i in self.indexes if i.name == name), None)

@@ -29,6 +29,9 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
 )
+from neuron_env.util.files import FileProblem, read_bounded
+
+MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
 
 # Static instance facts (neuron-facts.md); the manifest names families only.
 KNOWN_TYPES: dict[str, tuple[InstanceType, ...]] = {
@@ -89,9 +92,13 @@ def _torch_of(neuronx: str) -> Version | None:
 
 def load_manifest(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path, MAX_MANIFEST).decode("utf-8"))
+    except FileProblem as e:
+        raise _bad(str(path), e.why) from None
     except OSError as e:
         raise _bad(str(path), f"cannot be read: {e.strerror or e}") from None
+    except RecursionError:
+        raise _bad(str(path), "is nested too deeply to be a release manifest") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _bad(str(path), f"is not valid JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("neuron_releases"), list):

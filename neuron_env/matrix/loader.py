@@ -33,6 +33,8 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
 )
+from neuron_env.matrix.semantics import semantic_problems
+from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 
 if sys.version_info >= (3, 11):
@@ -41,6 +43,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 _TOML_LINE = re.compile(r"at line (\d+)")
+MAX_MATRIX = 4 << 20  # a matrix is a few KiB; /dev/zero or a 10 GB file is not one
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -443,8 +446,13 @@ def parse_text(text: str, source: str = "<string>", bundled: bool = False) -> Ma
         m = _TOML_LINE.search(str(e))
         raise MatrixError([Problem(source, "", f"not valid TOML: {e}",
                                    int(m.group(1)) if m else None)]) from None
+    except RecursionError:
+        raise MatrixError([Problem(source, "", "nested too deeply to be a matrix (arrays or "
+                                   "tables inside each other thousands of levels down)")]) from None
     r = _Reader(source, text)
     matrix = _parse(r, data, source, bundled)
+    if matrix is not None:
+        _semantic_problems(r, matrix)
     if r.problems or matrix is None:
         raise MatrixError(r.problems)
     return matrix
@@ -452,9 +460,10 @@ def parse_text(text: str, source: str = "<string>", bundled: bool = False) -> Ma
 
 def load_file(path: Path, bundled: bool = False) -> Matrix:
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise MatrixError([Problem(str(path), "", "is a directory, not a matrix file")]) from None
+        raw = read_bounded(path, MAX_MATRIX)
+    except FileProblem as e:
+        why = "is a directory, not a matrix file" if "a directory" in e.why else e.why
+        raise MatrixError([Problem(str(path), "", why)]) from None
     except FileNotFoundError:
         raise MatrixError([Problem(str(path), "", "no such file")]) from None
     except OSError as e:
@@ -465,3 +474,9 @@ def load_file(path: Path, bundled: bool = False) -> Matrix:
         raise MatrixError([Problem(str(path), "", f"is not UTF-8 text ({e.reason} at byte "
                                    f"{e.start})")]) from None
     return parse_text(text, str(path), bundled)
+
+
+def _semantic_problems(r: _Reader, m: Matrix) -> None:
+    """Contradictions that each field alone cannot show (matrix/semantics.py)."""
+    for path, message in semantic_problems(m, r.file):
+        r.bad(path, message)

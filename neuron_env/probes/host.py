@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
+from neuron_env.util.text import escape_controls
+
 MAX_READ = 1 << 20  # no host file we read is anywhere near this; a bigger one is not ours
 
 
@@ -16,14 +19,28 @@ class Root:
     explicit: bool  # True under --root: nothing is read from the real host
 
     def file(self, rel: str) -> Path:
-        return self.path / rel
+        """rel under the root; under --root, symlinks resolve inside it (as chroot would)."""
+        if not self.explicit:
+            return self.path / rel
+        try:
+            return resolve_in_root(self.path, rel)
+        except FileProblem:
+            return self.path / rel
+
+    def read_checked(self, rel: str, limit: int = MAX_READ) -> tuple[str | None, str | None]:
+        """(text, None), (None, None) when absent or unreadable, or (None, problem) for a
+        FIFO, a device, a file over the cap or a symlink loop: regular files only."""
+        try:
+            path = resolve_in_root(self.path, rel) if self.explicit else self.path / rel
+            data = read_bounded(path, limit, nofollow=self.explicit)
+        except FileProblem as e:
+            return None, str(e)
+        except OSError:
+            return None, None
+        return data.decode("utf-8", "replace"), None
 
     def read(self, rel: str, limit: int = MAX_READ) -> str | None:
-        try:
-            with open(self.file(rel), "rb") as f:
-                return f.read(limit).decode("utf-8", "replace")
-        except OSError:
-            return None
+        return self.read_checked(rel, limit)[0]
 
 
 def make_root(path: str | None) -> Root:
@@ -62,13 +79,15 @@ def parse_os_release(text: str) -> dict[str, str]:
         k, _, v = line.partition("=")
         k = k.strip()
         if re.match(r"^[A-Z_][A-Z0-9_]*$", k):
-            out[k] = _unquote(v)
+            out[k] = escape_controls(_unquote(v))  # a host's text never drives a terminal
     return out
 
 
 def probe_os(root: Root) -> OSFacts:
     for rel in ("etc/os-release", "usr/lib/os-release"):
-        text = root.read(rel)
+        text, problem = root.read_checked(rel)
+        if problem:
+            return OSFacts(source=str(root.file(rel)), error=f"{problem}: cannot tell the OS")
         if text is None:
             continue
         kv = parse_os_release(text)
@@ -93,8 +112,7 @@ def probe_arch(root: Root) -> tuple[str | None, str]:
         return platform.machine() or None, "uname"
     for rel in ("usr/bin/env", "bin/sh", "usr/bin/sh"):
         try:
-            with open(root.file(rel), "rb") as f:
-                head = f.read(20)
+            head = read_head(root.file(rel), 20, nofollow=True)
         except OSError:
             continue
         if len(head) == 20 and head[:4] == b"\x7fELF":
@@ -125,7 +143,7 @@ class DMIFacts:
 def probe_dmi(root: Root) -> DMIFacts:
     def rd(name: str) -> str | None:
         v = root.read(f"sys/devices/virtual/dmi/id/{name}", limit=4096)
-        return v.strip() if v is not None and v.strip() else None
+        return escape_controls(v.strip()) if v is not None and v.strip() else None
 
     return DMIFacts(rd("sys_vendor"), rd("product_name"), rd("board_asset_tag"))
 

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from neuron_env.report.model import Report
+from neuron_env.util.text import xml_safe
 
 
 def render(report: Report, suite: str = "neuron-env.doctor") -> str:
@@ -38,4 +39,5 @@ def render(report: Report, suite: str = "neuron-env.doctor") -> str:
             ET.SubElement(tc, "system-out").text = body
     ts.set("failures", str(failures))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(root, "unicode")) \
+        + "\n"

@@ -6,6 +6,7 @@ import os
 import sys
 
 from neuron_env.report.model import CATEGORIES, Report
+from neuron_env.util.text import escape_controls
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
@@ -80,4 +81,4 @@ def render(report: Report, verbose: bool = False, colour: bool = False,
     lines.append("")
     lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
                  f"{report.exit_code}){emulated}")
-    return "\n".join(lines) + "\n"
+    return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)

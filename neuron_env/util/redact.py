@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
-# userinfo between "scheme://" and "@" (no "/" or whitespace in between): user, user:password
-_USERINFO = re.compile(r"(?<=://)[^/@\s\"'<>]+@")
+# userinfo between "scheme://" and the LAST "@" before the path (no "/" or whitespace in
+# between): user, user:password, and passwords that hold a raw @ ' " or : themselves. A quote
+# that closes a JSON string (followed by , : } ]) ends the URL.
+_USERINFO = re.compile(r"(?<=://)(?:\\[\"']|(?![\"'][,:}\]\s])[^/\s<>])+@")
 MASK = "***@"
 
 

@@ -31,3 +31,24 @@ def test_values_are_masked_through_dicts_and_lists():
     doc = {"packages": [{"index_url": "https://u:p@m/simple", "n": 1}], "ok": None}
     assert redact.value(doc) == {"packages": [{"index_url": "https://***@m/simple", "n": 1}],
                                  "ok": None}
+
+
+@pytest.mark.parametrize("password", ["p@ssW0rd", "it's", 'say"hi', "a:b:c", "p%40ss%3A%27",
+                                      "@@", "x'@\"y"])
+def test_passwords_with_at_quotes_colons_and_percent_are_masked_whole(password):
+    for raw in (f"https://ci:{password}@mirror.example/simple",
+                f"--index-url http://ci:{password}@10.0.0.1:8080/pypi/simple x"):
+        out = redact.text(raw)
+        assert "ci:" not in out and password not in out and "***@" in out, out
+        assert out.endswith(("mirror.example/simple", "/pypi/simple x"))
+
+
+def test_json_documents_keep_their_shape():
+    import json
+
+    doc = {"a": "https://h", "b": "a@b", "c": "https://u:p\"@q@h/x", "d": "https://u:p\",x@h/"}
+    for text in (json.dumps(doc), json.dumps(doc, separators=(",", ":")),
+                 json.dumps(doc, indent=2)):
+        back = json.loads(redact.text(text))
+        assert back["a"] == "https://h" and back["b"] == "a@b"
+        assert back["c"] == "https://***@h/x" and back["d"] == "https://***@h/"

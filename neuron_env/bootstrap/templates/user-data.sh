@@ -3,49 +3,70 @@
 # Installs neuron-env, installs the Neuron PyTorch backend into a venv, runs doctor (with the
 # device smoke test) and exits non-zero on failure so `cloud-init status` shows it.
 # Idempotent across reboots: a finished run with the same settings is not repeated.
-# shellcheck disable=SC2317  # functions below are called through retry
+# shellcheck disable=SC2317,SC2016  # functions called through retry; rendered values are literal
 set -uo pipefail
 
-# -- settings (rendered; each can be overridden by the environment) ----------------------------
-NEURON_ENV_SOURCE="${NEURON_ENV_SOURCE:-@@SOURCE@@}"     # pip spec, wheel URL or wheelhouse dir
-NEURON_ENV_TOOL_VENV="${NEURON_ENV_TOOL_VENV:-@@TOOL_VENV@@}"
-NEURON_ENV_TARGET_VENV="${NEURON_ENV_TARGET_VENV:-@@TARGET_VENV@@}"
-NEURON_ENV_TORCH="${NEURON_ENV_TORCH:-@@TORCH@@}"
-NEURON_ENV_BACKEND="${NEURON_ENV_BACKEND:-@@BACKEND@@}"
-NEURON_ENV_BASE_PYTHON="${NEURON_ENV_BASE_PYTHON:-@@PYTHON@@}"
-NEURON_ENV_LOG_DIR="${NEURON_ENV_LOG_DIR:-@@LOG_DIR@@}"
-NEURON_ENV_STATE_DIR="${NEURON_ENV_STATE_DIR:-@@STATE_DIR@@}"
-NEURON_ENV_SMOKE="${NEURON_ENV_SMOKE:-@@SMOKE@@}"
-NEURON_ENV_RETRIES="${NEURON_ENV_RETRIES:-@@RETRIES@@}"
-NEURON_ENV_RETRY_DELAY="${NEURON_ENV_RETRY_DELAY:-5}"   # seconds; doubles per attempt
-NEURON_ENV_MAX_DELAY="${NEURON_ENV_MAX_DELAY:-120}"
-NEURON_ENV_EXTRA_INSTALL_ARGS="${NEURON_ENV_EXTRA_INSTALL_ARGS:-@@INSTALL_ARGS@@}"
-NEURON_ENV_EXTRA_DOCTOR_ARGS="${NEURON_ENV_EXTRA_DOCTOR_ARGS:-@@DOCTOR_ARGS@@}"
-@@INDEX_EXPORTS@@
+# -- settings (rendered, each quoted for the shell; each can be overridden by the environment) --
+setting() {  # setting VAR DEFAULT: keep the environment's non-empty value, else the default
+    if [ -z "${!1:-}" ]; then printf -v "$1" '%s' "$2"; fi
+}
+setting NEURON_ENV_SOURCE @@SOURCE@@     # pip spec, wheel URL or wheelhouse dir
+setting NEURON_ENV_TOOL_VENV @@TOOL_VENV@@
+setting NEURON_ENV_TARGET_VENV @@TARGET_VENV@@
+setting NEURON_ENV_TORCH @@TORCH@@
+setting NEURON_ENV_BACKEND @@BACKEND@@
+setting NEURON_ENV_BASE_PYTHON @@PYTHON@@
+setting NEURON_ENV_LOG_DIR @@LOG_DIR@@
+setting NEURON_ENV_STATE_DIR @@STATE_DIR@@
+setting NEURON_ENV_SMOKE @@SMOKE@@
+setting NEURON_ENV_RETRIES @@RETRIES@@
+setting NEURON_ENV_RETRY_DELAY 5   # seconds; doubles per attempt
+setting NEURON_ENV_MAX_DELAY 120
+# extra arguments: rendered as words; NEURON_ENV_EXTRA_*_ARGS (split on blanks) replace them
+EXTRA_INSTALL=(@@INSTALL_ARGS@@)
+EXTRA_DOCTOR=(@@DOCTOR_ARGS@@)
+if [ -n "${NEURON_ENV_EXTRA_INSTALL_ARGS:-}" ]; then
+    read -r -a EXTRA_INSTALL <<<"$NEURON_ENV_EXTRA_INSTALL_ARGS"
+fi
+if [ -n "${NEURON_ENV_EXTRA_DOCTOR_ARGS:-}" ]; then
+    read -r -a EXTRA_DOCTOR <<<"$NEURON_ENV_EXTRA_DOCTOR_ARGS"
+fi
+@@INDEX_SETTINGS@@
 # -----------------------------------------------------------------------------------------------
 
 mkdir -p "$NEURON_ENV_LOG_DIR" "$NEURON_ENV_STATE_DIR" || exit 2
 BOOT_LOG="$NEURON_ENV_LOG_DIR/bootstrap.log"
 
 redact() {  # never print credentials embedded in URLs (https://user:token@mirror/...)
-    sed -E 's#://[^/@[:space:]]+@#://***@#g'
+    sed -E 's#://[^/[:space:]]+@#://***@#g'
 }
 
 log() {  # timestamped, to the console (cloud-init-output.log) and the bootstrap log
     printf '%s neuron-env-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" | redact | tee -a "$BOOT_LOG" >&2
 }
 
-retry() {  # retry NAME CMD...: bounded attempts with exponential backoff (network steps)
+transient() {  # transient NAME RC: could waiting fix this failure (the network, a timeout)?
+    case "$1:$2" in
+        *:4) return 0 ;;                       # timed out
+        *:130 | *:3) return 1 ;;               # interrupted; a bug
+        self-install:2) return 1 ;;            # the tool venv could not be created
+        self-install:*) return 0 ;;            # pip: usually the network
+        index-url:1) return 0 ;;               # SSM: the network or the instance role
+        install:*) grep -qE 'could not be reached|was too slow|timed out' \
+                       "$NEURON_ENV_LOG_DIR/install.json" 2>/dev/null ;;
+        *) return 1 ;;
+    esac
+}
+
+retry() {  # retry NAME CMD...: bounded attempts with exponential backoff, for what time can fix
     local name=$1 attempt=1 delay=$NEURON_ENV_RETRY_DELAY rc=0
     shift
     while true; do
         "$@"
         rc=$?
         [ "$rc" -eq 0 ] && return 0
-        # neuron-env's 1 (a check or the provenance rules failed) and 130 (interrupted) won't
-        # improve with time; pip's 1 (self-install) usually is the network
-        if [ "$name" = install ] && { [ "$rc" -eq 1 ] || [ "$rc" -eq 130 ]; }; then
-            log "$name failed (exit $rc): not retried"
+        if ! transient "$name" "$rc"; then
+            log "$name failed (exit $rc): not retried (waiting will not fix it)"
             return "$rc"
         fi
         if [ "$attempt" -ge "$NEURON_ENV_RETRIES" ]; then
@@ -60,6 +81,39 @@ retry() {  # retry NAME CMD...: bounded attempts with exponential backoff (netwo
     done
 }
 
+index_from() {  # index_from VAR SOURCE: an index URL read at boot (ssm:NAME or env:NAME)
+    local var=$1 src=$2 val=""
+    [ -n "${!var:-}" ] && return 0
+    case "$src" in
+        ssm:*) val=$(aws ssm get-parameter --name "${src#ssm:}" --with-decryption \
+                     --query Parameter.Value --output text) || {
+                   log "cannot read SSM parameter ${src#ssm:} (needs the aws CLI and ssm:GetParameter)"
+                   return 1; } ;;
+        env:*) local name=${src#env:}
+               val=${!name:-} ;;
+    esac
+    if [ -z "$val" ]; then
+        log "FAILED: $var: $src is empty; set it, or render without --*-index-url-from"
+        return 2
+    fi
+    printf -v "$var" '%s' "$val"
+    export "${var?}"
+}
+
+preflight() {  # deterministic problems, said once with what to do (exit 2, never retried)
+    local p
+    for p in "$NEURON_ENV_TOOL_VENV" "$NEURON_ENV_TARGET_VENV"; do
+        if [ -e "$p" ] && [ ! -d "$p" ]; then
+            log "FAILED: $p exists and is not a directory: remove it or render with another --venv/--tool-venv"
+            exit 2
+        fi
+    done
+    if ! "$NEURON_ENV_BASE_PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+        log "FAILED: $NEURON_ENV_BASE_PYTHON cannot create venvs (missing or no ensurepip): apt-get install -y python3-venv (or dnf install python3), or set --python"
+        exit 2
+    fi
+}
+
 settings_key() {
     printf '%s|%s|%s|%s|%s|%s' "$NEURON_ENV_SOURCE" "$NEURON_ENV_TARGET_VENV" "$NEURON_ENV_TORCH" \
         "$NEURON_ENV_BACKEND" "$NEURON_ENV_BASE_PYTHON" "$NEURON_ENV_SMOKE" | sha256sum | cut -c1-16
@@ -72,11 +126,15 @@ if [ -f "$DONE" ] && [ "$(cat "$DONE")" = "$KEY" ]; then
     exit 0
 fi
 log "start (settings $KEY)"
+preflight
+@@INDEX_LOOKUPS@@
 
 NE="$NEURON_ENV_TOOL_VENV/bin/neuron-env"
 install_self() {
     if [ ! -x "$NEURON_ENV_TOOL_VENV/bin/python" ]; then
-        "$NEURON_ENV_BASE_PYTHON" -m venv "$NEURON_ENV_TOOL_VENV" || return 2
+        "$NEURON_ENV_BASE_PYTHON" -m venv "$NEURON_ENV_TOOL_VENV" || {
+            log "cannot create $NEURON_ENV_TOOL_VENV (writable? python3-venv installed?)"
+            return 2; }
     fi
     local pip=("$NEURON_ENV_TOOL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 20)
     if [ -d "$NEURON_ENV_SOURCE" ]; then
@@ -95,8 +153,7 @@ fi
 log "installing the $NEURON_ENV_BACKEND backend (torch $NEURON_ENV_TORCH) into $NEURON_ENV_TARGET_VENV"
 INSTALL_ARGS=(install --yes --venv "$NEURON_ENV_TARGET_VENV" --python "$NEURON_ENV_BASE_PYTHON" --backend "$NEURON_ENV_BACKEND" --format json)
 [ -n "$NEURON_ENV_TORCH" ] && INSTALL_ARGS+=(--torch "$NEURON_ENV_TORCH")
-read -r -a XI <<<"$NEURON_ENV_EXTRA_INSTALL_ARGS"
-INSTALL_ARGS+=("${XI[@]}")
+INSTALL_ARGS+=("${EXTRA_INSTALL[@]}")
 do_install() {
     "$NE" "${INSTALL_ARGS[@]}" >"$NEURON_ENV_LOG_DIR/install.json" 2>>"$BOOT_LOG"
 }
@@ -108,8 +165,7 @@ fi
 
 DOCTOR_ARGS=(doctor --python "$NEURON_ENV_TARGET_VENV/bin/python" --report "json:$NEURON_ENV_LOG_DIR/doctor.json" --report "junit:$NEURON_ENV_LOG_DIR/doctor.xml")
 [ "$NEURON_ENV_SMOKE" = 1 ] && DOCTOR_ARGS+=(--smoke)
-read -r -a EXTRA <<<"$NEURON_ENV_EXTRA_DOCTOR_ARGS"
-DOCTOR_ARGS+=("${EXTRA[@]}")
+DOCTOR_ARGS+=("${EXTRA_DOCTOR[@]}")
 log "running neuron-env ${DOCTOR_ARGS[*]}"
 "$NE" "${DOCTOR_ARGS[@]}" 2>&1 | redact | tee -a "$BOOT_LOG"
 drc=${PIPESTATUS[0]}
