@@ -10,6 +10,7 @@ from neuron_env.cli import (  # noqa: F401
     instance,
     matrix,
     smoke,
+    trial,
 )
 from neuron_env.cli.app import app, main
 

@@ -751,7 +751,8 @@ def shapes_step(t, compiled):
 
 # -- baselines ------------------------------------------------------------------------------------
 def baseline_meta(t, ident):
-    return {"format": BASELINE_FORMAT, "model": t.opts["model"], "torch": ident["torch"],
+    return {"format": BASELINE_FORMAT, "model": t.opts.get("model_id") or t.opts["model"],
+            "torch": ident["torch"],
             "device": t.device.type, "device_name": ident.get("device_name"),
             "emulated": ident["emulated"], "dtype": t.dtype_name,
             "autocast": bool(t.opts.get("autocast")), "seed": t.opts.get("seed", 0),
