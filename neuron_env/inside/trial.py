@@ -245,24 +245,26 @@ def train(torch, model, inputs, loss_fn, ctx_fn, opts):
 
 # -- comparing ------------------------------------------------------------------------------------
 def compare_one(torch, got, want, rtol, atol):
+    """Error figures of one tensor; NaN/Inf where the reference is finite count as mismatches
+    (and apart, in `nonfinite`), so every figure stays a finite number."""
     if got is None:
-        return {"ok": False, "missing": True, "excess": float("inf")}
+        return {"ok": False, "missing": True, "excess": 1e30}
     if tuple(got.shape) != tuple(want.shape):
-        return {"ok": False, "shape": [list(got.shape), list(want.shape)], "excess": float("inf")}
+        return {"ok": False, "shape": [list(got.shape), list(want.shape)], "excess": 1e30}
     scale = float(want.abs().max()) if want.numel() else 0.0
     finite_want = torch.isfinite(want)
-    nonfinite = int((~torch.isfinite(got) & finite_want).sum())
-    diff = (got - want).abs().nan_to_num(nan=float("inf"))
+    nonfinite_got = ~torch.isfinite(got) & finite_want
+    both = finite_want & ~nonfinite_got
+    diff = (got - want).abs()
     allow = atol * max(scale, 1e-30) + rtol * want.abs()
-    bad = (diff > allow) & finite_want
-    excess = float((diff / allow.clamp_min(1e-38))[finite_want].max()) if bool(
-        finite_want.any()) else 0.0
-    d = diff[finite_want]
-    r = (d / want.abs()[finite_want].clamp_min(1e-12)) if d.numel() else d
+    bad = ((diff > allow) & both) | nonfinite_got
+    d, a, w = diff[both], allow[both], want.abs()[both]
+    nonfinite = int(nonfinite_got.sum())
+    excess = 1e30 if nonfinite else (float((d / a.clamp_min(1e-38)).max()) if d.numel() else 0.0)
     return {"ok": int(bad.sum()) == 0, "max_abs_error": float(d.max()) if d.numel() else 0.0,
-            "max_rel_error": float(r.max()) if r.numel() else 0.0, "mismatched": int(bad.sum()),
-            "elements": got.numel(), "nonfinite": nonfinite, "excess": excess,
-            "reference_nonfinite": int((~finite_want).sum())}
+            "max_rel_error": float((d / w.clamp_min(1e-12)).max()) if d.numel() else 0.0,
+            "mismatched": int(bad.sum()), "elements": got.numel(), "nonfinite": nonfinite,
+            "excess": min(excess, 1e30), "reference_nonfinite": int((~finite_want).sum())}
 
 
 def compare_all(torch, got, want, rtol, atol):
@@ -422,18 +424,18 @@ class Trial:
         torch = self.torch
         m = copy.deepcopy(model)
         dtype = getattr(torch, self.dtype_name)
-        return m.to(self.device).to(dtype) if self.dtype_name != "float32" or \
-            self.device.type == "neuron" else m.to(self.device)
+        if self.dtype_name != "float32" or self.device.type == "neuron":
+            m = m.to(dtype)  # on the CPU first: one transfer, in the device's dtype
+        return m.to(self.device)
 
     def device_inputs(self, inputs=None):
         dtype = getattr(self.torch, self.dtype_name)
         out = []
         for t in (inputs if inputs is not None else self.inputs):
-            t = t.to(self.device)
             if t.is_floating_point() and (t.dtype != dtype and (
                     self.dtype_name != "float32" or self.device.type == "neuron")):
                 t = t.to(dtype)
-            out.append(t)
+            out.append(t.to(self.device))
         return tuple(out)
 
 
@@ -712,18 +714,19 @@ def shape_list(t):
 
 
 def one_shape(t, compiled, shape, gen):
+    # the default loss: a loss_fn closes over targets of the example's shape
     torch, device = t.torch, t.device
     before = dynamo_metrics(t)["compilations"]
     inputs = t.device_inputs(reshaped(torch, t.inputs, shape, gen))
     row = {"shape": shape}
     try:
         t0 = time.perf_counter()
-        forward_backward(torch, compiled, inputs, t.loss_fn, t.ctx)
+        forward_backward(torch, compiled, inputs, None, t.ctx)
         sync(torch, device)
         row["first_call_s"] = time.perf_counter() - t0
         row["compilations"] = dynamo_metrics(t)["compilations"] - before
         again = timed(torch, device, lambda: forward_backward(
-            torch, compiled, inputs, t.loss_fn, t.ctx), 3)
+            torch, compiled, inputs, None, t.ctx), 3)
         row["steady_s"] = statistics.median(again)
         row["compile_s"] = max(row["first_call_s"] - row["steady_s"], 0.0)
     except Usage:
@@ -774,7 +777,7 @@ def save_baseline(t, ident, path):
         raise Usage("--save-baseline %s: cannot write it: %s" % (path, e)) from None
     add("baseline", "pass", "saved %d tensors (outputs, loss, gradients%s) of the %s run to %s"
         % (len(tensors), ", parameters" if t.opts.get("steps") else "", t.device.type, path),
-        path=path, saved=meta, tensors=len(tensors))
+        path=path, saved=meta, saved_tensors=len(tensors))
 
 
 def load_baseline(torch, path):

@@ -67,8 +67,8 @@ def _recommend(adv: dict) -> str:
     if n < distinct:
         return (f"bucket shapes to powers of two ({listed}: {n} graph(s) instead of {distinct}, "
                 f"{adv['bucket_waste']:.0%} padded compute on average){also}")
-    return (f"the {distinct} shapes are already power-of-two buckets: keep to them and compile "
-            f"each once at start-up ({distinct} x {adv['mean_compile_s']:.2f}s){also}")
+    return (f"power-of-two buckets would not reduce the {distinct} graphs: keep to these shapes "
+            f"and compile each once at start-up ({distinct} x {adv['mean_compile_s']:.2f}s){also}")
 
 
 def observed(name: str, data: dict):

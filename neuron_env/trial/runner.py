@@ -31,7 +31,7 @@ def start(python: str, opts: TrialOptions) -> proc.Running:
 
 def finish(running: proc.Running, python: str, opts: TrialOptions) -> TrialRun:
     ins = collect(running.result())
-    res, where, doc = ins.res, ins.where, ins.doc
+    res, where, doc = ins.res, ins.where.replace("-", "_"), ins.doc
     if res.timed_out:
         r = Result(f"trial.{where}", "trial", "fail",
                    f"timed out after {opts.timeout:g}s during the {where} step: the device or "
