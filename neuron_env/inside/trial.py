@@ -168,8 +168,8 @@ def check_protocol(torch, got, spec):
     def bad(why):
         return Usage("MODEL %r returned %s: %s" % (spec, why, PROTOCOL))
     if not isinstance(got, (tuple, list)) or len(got) not in (2, 3):
-        raise bad("a %s" % type(got).__name__ if not isinstance(got, (tuple, list))
-                  else "%d values" % len(got))
+        raise bad("a value of type %s" % type(got).__name__ if not isinstance(
+            got, (tuple, list)) else "%d values" % len(got))
     model, inputs = got[0], got[1]
     loss_fn = got[2] if len(got) == 3 else None
     if not isinstance(model, torch.nn.Module):
@@ -618,7 +618,7 @@ def compile_failure(t, backend, e):
     ops = sorted(set(re.findall(r"aten::\w+", msg)))
     breaks = graph_breaks()
     what = ("unsupported op %s" % ops[0]) if ops else (
-        "graph break: %s" % next(iter(breaks)) if breaks else short(e))
+        "graph break: %s" % next(iter(breaks)).splitlines()[0] if breaks else short(e))
     add("compile", "fail", "torch.compile(backend=%r, dynamic=False) failed: %s" % (backend, what),
         backend=backend, ops=ops, graph_breaks=breaks, error=short(e),
         traceback=traceback.format_exc(limit=4)[-3000:])
@@ -672,7 +672,8 @@ def report_compiled(t, backend, got, metrics):
                "steady median %.4fs%s%s" % (
                    backend, verdict(cmp, t.rtol, t.atol), c["first_call_s"], c["median_s"] or 0,
                    " (%.2fx eager)" % speed if speed else "",
-                   "; %d graph break(s): %s" % (sum(breaks.values()), next(iter(breaks)))
+                   "; %d graph break(s): %s" % (sum(breaks.values()),
+                                                next(iter(breaks)).splitlines()[0])
                    if breaks else ""))
     add("compile", status, summary, backend=backend, timing=c, eager_timing=e or None,
         speedup=speed, graph_breaks=breaks, compilations=metrics["compilations"],
@@ -821,13 +822,20 @@ def compare_baseline(t, ident, path):
         path=path, baseline=meta, rtol=rtol, atol=atol, notes=notes, missing=missing, **cmp)
 
 
+def size(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return ("%d %s" if unit == "B" else "%.1f %s") % (n, unit)
+        n /= 1024.0
+
+
 def memory(t):
     peaks = getattr(t, "peak", {}) or {}
     if t.mem is None or not any(v is not None for v in peaks.values()):
         add("memory", "skip", "peak device memory: not reported by the %s backend"
             % t.device.type)
         return
-    parts = ", ".join("%s %.1f MiB" % (k, v / 2**20) for k, v in peaks.items() if v is not None)
+    parts = ", ".join("%s %s" % (k, size(v)) for k, v in peaks.items() if v is not None)
     add("memory", "pass", "peak device memory: %s" % parts, peak_bytes=peaks)
 
 

@@ -158,7 +158,7 @@ def test_hang_times_out_with_exit_4_naming_the_step(torch_python):
 @pytest.mark.parametrize("model, says", [
     ("tests/fixtures/trial/broken_import.py:make",
      "raised ModuleNotFoundError: No module named 'definitely_not_an_installed_module'"),
-    (f"{MODELS}:garbage", "returned a int: MODEL must name a callable"),
+    (f"{MODELS}:garbage", "returned a value of type int: MODEL must name a callable"),
     (f"{MODELS}:wrong_inputs", "returned example_inputs of type str"),
     (f"{MODELS}:raises", "calling it raised ValueError: the dataset is not mounted"),
     (f"{MODELS}:nope", "has no callable named 'nope'"),
