@@ -6,6 +6,8 @@ from neuron_env.cli import (  # noqa: F401
     bootstrap,
     collectives,
     doctor,
+    engines,
+    fleet,
     install,
     instance,
     matrix,

@@ -43,6 +43,8 @@ def doctor(
     strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
                                         "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
+    slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
+                                     "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
     """Check this host (or --root image) and environment against the version matrix."""
     def produce():
@@ -59,6 +61,10 @@ def doctor(
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ())),
             started=started)
+        if slurm_drain:
+            from neuron_env.fleet.slurm import drain_or_resume
+
+            rep = drain_or_resume(rep)
         write_reports(rep, tuple(report or ()), verbose)
         return rep
 
