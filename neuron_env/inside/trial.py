@@ -667,7 +667,9 @@ def report_compiled(t, backend, got, metrics):
     fb = read_tracking(t)
     c, e = t.timing["compiled"], t.timing.get("eager") or {}
     speed = (e["median_s"] / c["median_s"]) if e.get("median_s") and c["median_s"] else None
-    status = "fail" if not cmp["ok"] else ("warn" if breaks else "pass")
+    fell = (fb or {}).get("ops") or []
+    status = "fail" if not cmp["ok"] or (fell and t.opts.get("no_fallback")) else (
+        "warn" if breaks or fell else "pass")
     summary = ("torch.compile(backend=%r, dynamic=False): %s; compile (first call) %.3fs, "
                "steady median %.4fs%s%s" % (
                    backend, verdict(cmp, t.rtol, t.atol), c["first_call_s"], c["median_s"] or 0,
@@ -675,6 +677,9 @@ def report_compiled(t, backend, got, metrics):
                    "; %d graph break(s): %s" % (sum(breaks.values()),
                                                 next(iter(breaks)).splitlines()[0])
                    if breaks else ""))
+    if fell:
+        summary += "; %d op(s) ran on the CPU inside the compiled graph: %s" % (
+            len(fell), ", ".join(fell))
     add("compile", status, summary, backend=backend, timing=c, eager_timing=e or None,
         speedup=speed, graph_breaks=breaks, compilations=metrics["compilations"],
         metrics=metrics, fallback_ops=fb["ops"] if fb else None, rtol=t.rtol, atol=t.atol,

@@ -82,6 +82,10 @@ def test_op_outside_the_native_set_falls_back_and_fails_to_compile(torch_python)
     if compile_backend_present(torch_python):
         assert c["status"] == "fail" and "aten::cumsum" in c["summary"], c
         assert "aten::cumsum" in c["fix"] and doc["exit_code"] == 1
+        doc, r = trial(torch_python, f"{MODELS}:cumulative", "--compile",
+                       TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION="0")
+        c = r["compile"]
+        assert c["status"] == "warn" and "aten::cumsum" in c["details"]["fallback_ops"], c
     else:  # the emulator on this branch has no compile backend yet: a clear skip
         assert c["status"] == "skip" and "no torch.compile backend 'neuron'" in c["summary"]
     doc, r = trial(torch_python, f"{MODELS}:cumulative", "--no-fallback")

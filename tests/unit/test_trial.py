@@ -123,3 +123,19 @@ def test_runner_usage_error_timeout_and_crash():
     assert r.id == "trial.reference" and "crashed (signal 11)" in r.summary
     (r,) = runner.finish(Finished(timed_out=True), "py", OPTS).results
     assert r.id == "trial.start_up"
+
+
+def test_junit_view_and_no_torch_in_neuron_envs_own_process():
+    import sys
+
+    import neuron_env.cli.trial
+    import neuron_env.commands.trial  # noqa: F401
+
+    assert "torch" not in sys.modules
+    r = runner.to_result({"name": "compile", "status": "fail", "summary": "failed: aten::cumsum",
+                          "ops": ["aten::cumsum"]}, False, OPTS)
+    rep = Report("neuron-env.trial/1", {"name": "neuron-env", "version": "0"}, None,
+                 {"model": "builtin:mlp"}, (r,), 1)
+    xml = render(rep, "junit")
+    assert 'name="trial.compile"' in xml and "<failure" in xml
+    assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0" in r.fix
