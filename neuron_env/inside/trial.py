@@ -334,6 +334,12 @@ def identity(torch, name):
     info = {"torch": torch.__version__, "emulated": emulated}
     if emulated:
         info["emulator"] = getattr(emu, "__version__", "?")
+    elif name == "neuron":
+        try:
+            from importlib import metadata
+            info["torch_neuronx"] = metadata.version("torch-neuronx")
+        except Exception:
+            info["torch_neuronx"] = None
     if name == "cuda" and torch.cuda.is_available():
         info["device_name"] = torch.cuda.get_device_name(0)
     return info

@@ -11,6 +11,7 @@ from neuron_env.errors import UsageError
 DEVICES = ("neuron", "cpu", "cuda")
 DTYPES = ("float32", "bfloat16")
 DEFAULT_TIMEOUT = 600.0
+BUILTINS = ("mlp", "conv", "transformer-block", "embedding")  # inside/trial.py builds them
 _MODEL = re.compile(r"^(builtin:[\w-]+|[\w.]+:[\w.]+|.+\.py:[\w.]+)$")
 
 
@@ -81,6 +82,10 @@ def validate(o: TrialOptions) -> None:
         raise UsageError(f"MODEL {o.model!r}: expected module:callable, path/to/file.py:callable "
                          "or builtin:NAME", hint="e.g. neuron-env trial builtin:mlp, or "
                          "neuron-env trial mypkg.models:make_trial")
+    name = o.model.split(":", 1)[1] if o.model.startswith("builtin:") else None
+    if name is not None and name not in BUILTINS:
+        raise UsageError(f"MODEL {o.model!r}: no built-in workload {name!r}",
+                         hint="built-ins: " + ", ".join(f"builtin:{b}" for b in BUILTINS))
     if o.device not in DEVICES:
         raise UsageError(f"--device {o.device!r}: expected one of {', '.join(DEVICES)}")
     if o.dtype not in DTYPES:

@@ -48,6 +48,7 @@ def test_builtin_mlp_on_the_emulated_device_with_steps(torch_python):
     assert t["iterations"] == 3 and t["first_call_s"] > 0 and t["median_s"] > 0
 
 
+@pytest.mark.slow
 def test_other_builtins_in_text_and_markdown(torch_python):
     p = run_cli("trial", "builtin:transformer-block", "--python", torch_python,
                 "--iterations", "2", timeout=300)
@@ -72,6 +73,7 @@ def test_user_models_from_a_file_and_a_module(torch_python):
     assert r["dtype"]["details"]["float64_parameters"] == ["weight", "bias"]
 
 
+@pytest.mark.slow
 def test_op_outside_the_native_set_falls_back_and_fails_to_compile(torch_python):
     doc, r = trial(torch_python, f"{MODELS}:cumulative", "--compile")
     f = r["fallback"]
@@ -101,6 +103,7 @@ def test_perturbed_device_fails_the_comparison_naming_the_worst_tensor(torch_pyt
     assert e["details"]["mismatched_tensors"] >= 1 and e["fix"]
 
 
+@pytest.mark.slow
 def test_shape_sweep_recompiles_per_shape_with_advice(torch_python):
     doc, r = trial(torch_python, "builtin:mlp", "--device", "cpu", "--batch-sizes", "8,32,48")
     s = r["shapes"]
@@ -117,6 +120,7 @@ def test_shape_sweep_recompiles_per_shape_with_advice(torch_python):
         assert [row["compilations"] for row in r["shapes"]["details"]["rows"]] == [1, 1]
 
 
+@pytest.mark.slow
 def test_baseline_saved_on_cpu_compared_on_the_emulator(torch_python, tmp_path):
     base = tmp_path / "mlp-cpu.pt"
     doc, r = trial(torch_python, "builtin:mlp", "--device", "cpu", "--steps", "1",
@@ -167,7 +171,6 @@ def test_hang_times_out_with_exit_4_naming_the_step(torch_python):
     (f"{MODELS}:raises", "calling it raised ValueError: the dataset is not mounted"),
     (f"{MODELS}:nope", "has no callable named 'nope'"),
     ("no_such_module_anywhere:make", "No module named 'no_such_module_anywhere'"),
-    ("builtin:resnet9000", "no built-in workload 'resnet9000'"),
 ])
 def test_bad_models_exit_2_with_the_protocol(torch_python, model, says):
     doc, _ = trial(torch_python, model)
@@ -176,7 +179,8 @@ def test_bad_models_exit_2_with_the_protocol(torch_python, model, says):
 
 def test_bad_flags_exit_2_before_starting_the_target(torch_python):
     for args in (["builtin:mlp", "--device", "tpu"], ["builtin:mlp", "--shapes", "8xA"],
-                 ["nocolon"], ["missing.py:make"], ["builtin:mlp", "--baseline", "/nope.pt"],
+                 ["nocolon"], ["missing.py:make"], ["builtin:resnet9000"],
+                 ["builtin:mlp", "--baseline", "/nope.pt"],
                  ["builtin:mlp", "--shapes", "8x1", "--batch-sizes", "8"]):
         p = run_cli("trial", *args, "--python", torch_python)
         assert p.returncode == 2 and "Traceback" not in p.stderr, (args, p.stderr)

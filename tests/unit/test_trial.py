@@ -139,3 +139,17 @@ def test_junit_view_and_no_torch_in_neuron_envs_own_process():
     xml = render(rep, "junit")
     assert 'name="trial.compile"' in xml and "<failure" in xml
     assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0" in r.fix
+
+
+def test_the_builtins_neuron_env_accepts_are_the_ones_the_inside_script_builds():
+    import importlib.util
+
+    from neuron_env.inside import script
+    from neuron_env.trial.options import BUILTINS
+
+    spec = importlib.util.spec_from_file_location("inside_trial", script("trial.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # stdlib only at import time: torch comes in main()
+    assert set(mod.BUILTINS) == set(BUILTINS)
+    with pytest.raises(UsageError, match="no built-in workload 'resnet'"):
+        validate(TrialOptions(model="builtin:resnet"))
