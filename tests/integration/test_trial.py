@@ -51,8 +51,9 @@ def test_builtin_mlp_on_the_emulated_device_with_steps(torch_python):
 @pytest.mark.slow
 def test_other_builtins_in_text_and_markdown(torch_python):
     p = run_cli("trial", "builtin:transformer-block", "--python", torch_python,
-                "--iterations", "2", timeout=300)
+                "--iterations", "2", "--autocast", timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert "float32 + autocast(bfloat16) on neuron" in p.stdout and "rtol=0.05" in p.stdout
     assert "trial builtin:transformer-block on neuron [EMULATED]" in p.stdout
     assert "Timing (synchronised fwd+bwd)" in p.stdout and "(trial.eager)" in p.stdout
     p = run_cli("trial", "builtin:embedding", "--python", torch_python, "--device", "cpu",
