@@ -13,6 +13,7 @@ from neuron_env.cli import (  # noqa: F401
     matrix,
     scan,
     smoke,
+    trial,
 )
 from neuron_env.cli.app import app, main
 

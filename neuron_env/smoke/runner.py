@@ -43,20 +43,50 @@ def _label(summary: str, emulated: bool) -> str:
     return f"[EMULATED] {summary}" if emulated else summary
 
 
-def run(python: str, opts: SmokeOptions) -> SmokeRun:
-    payload = {k: v for k, v in opts.__dict__.items() if k != "timeout"}
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-    res = proc.run([python, str(script("smoke.py")), json.dumps(payload)],
-                   timeout=opts.timeout, env=env)
+@dataclass(frozen=True)
+class Inside:
+    """What an inside/ script left behind: its JSON document (or None), the last step it
+    announced, and the finished subprocess (step markers removed from its stderr)."""
+
+    doc: dict | None
+    where: str
+    res: proc.Completed
+
+
+def collect(res: proc.Completed) -> Inside:
+    """Parse a finished inside/ script: step markers on stderr, the JSON between MARKERs."""
     steps_seen = _STEP.findall(res.stderr)
     res = dataclasses.replace(res, stderr=_STEP.sub("", res.stderr).strip())
-    where = steps_seen[-1] if steps_seen else "start-up"
     doc = None
     if res.stdout.count(MARKER) >= 2:
         try:
             doc = json.loads(res.stdout.rsplit(MARKER, 2)[-2])
         except ValueError:
             doc = None
+    return Inside(doc, steps_seen[-1] if steps_seen else "start-up", res)
+
+
+def no_result(python: str, ins: Inside, what: str) -> str:
+    """Why an inside/ script gave no document: could not start, crashed, or exited early."""
+    res, where = ins.res, ins.where
+    if res.error:
+        return f"could not start {python}: {res.error}"
+    if res.returncode is not None and res.returncode < 0:
+        return (f"the target crashed (signal {-res.returncode}) during the {where} step: "
+                f"{res.tail(300) or 'no output'}")
+    return (f"the {what} script gave no result (exit {res.returncode}) during the {where} "
+            f"step: {res.tail(300) or 'no output'}")
+
+
+def inside_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
+
+
+def run(python: str, opts: SmokeOptions) -> SmokeRun:
+    payload = {k: v for k, v in opts.__dict__.items() if k != "timeout"}
+    ins = collect(proc.run([python, str(script("smoke.py")), json.dumps(payload)],
+                           timeout=opts.timeout, env=inside_env()))
+    res, where, doc = ins.res, ins.where, ins.doc
     if res.timed_out:
         r = Result(f"smoke.{where}", "smoke", "fail",
                    f"timed out after {opts.timeout:g}s during the {where} step: the device may "
@@ -65,15 +95,8 @@ def run(python: str, opts: SmokeOptions) -> SmokeRun:
                        "first compile is just slow")
         return SmokeRun((r,), info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
     if doc is None:
-        if res.error:
-            why = f"could not start {python}: {res.error}"
-        elif res.returncode is not None and res.returncode < 0:
-            why = (f"the target crashed (signal {-res.returncode}) during the {where} step: "
-                   f"{res.tail(300) or 'no output'}")
-        else:
-            why = (f"the smoke script gave no result (exit {res.returncode}) during the {where} "
-                   f"step: {res.tail(300) or 'no output'}")
-        return SmokeRun((Result(f"smoke.{where}", "smoke", "fail", why),),
+        return SmokeRun((Result(f"smoke.{where}", "smoke", "fail", no_result(python, ins,
+                                                                               "smoke")),),
                         info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
     emulated = bool(doc.get("emulated"))
     results = []

@@ -1,0 +1,33 @@
+"""`neuron-env trial MODEL`: the user's model on the device vs a CPU float32 reference."""
+
+from __future__ import annotations
+
+from neuron_env.commands import TOOL
+from neuron_env.probes.interpreter import resolve_target
+from neuron_env.report.model import Report, exit_code
+from neuron_env.trial import runner, views
+from neuron_env.trial.options import TrialOptions, validate
+from neuron_env.util import proc
+
+SCHEMA = "neuron-env.trial/1"
+
+
+def start(python: str | None, opts: TrialOptions) -> tuple[str, str, proc.Running]:
+    """Validate, resolve the target and start it (before the rest of neuron-env is imported)."""
+    validate(opts)
+    path, by = resolve_target(python)
+    return path, by, runner.start(path, opts)
+
+
+def trial(started: tuple[str, str, proc.Running], opts: TrialOptions,
+          fmt: str = "text") -> Report:
+    path, by, running = started
+    tr = runner.finish(running, path, opts)
+    target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
+              "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
+              "emulated": tr.emulated, **tr.info}
+    view = views.render_markdown if fmt == "markdown" else views.render_text
+    return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=tr.results,
+                  exit_code=exit_code(tr.results),
+                  extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
+                  view=view)

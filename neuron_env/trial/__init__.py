@@ -1,0 +1,1 @@
+"""`neuron-env trial`: the user's model on the device vs a CPU reference (runner, advice, views)."""

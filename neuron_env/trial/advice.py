@@ -1,0 +1,121 @@
+"""Judging the trial's figures (pure): the pad-or-bucket advice of a shape sweep, and the
+observed/expected/fix fields of each result."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+PAD_WASTE_LIMIT = 0.25  # pad to the largest shape while that wastes at most this much compute
+
+
+def _elems(shape) -> int:
+    return math.prod(shape)
+
+
+def _bucket(shape) -> tuple[int, ...]:
+    return tuple(1 << max(d - 1, 0).bit_length() for d in shape)
+
+
+def _waste(shapes, target_of) -> float:
+    """Mean fraction of padded (wasted) elements when each shape is padded to target_of(s)."""
+    return statistics.mean(_elems(target_of(s)) / _elems(s) - 1 for s in shapes)
+
+
+def shapes(data: dict, status: str) -> tuple[str, str, dict]:
+    """(status, summary, advice) for a shape sweep's rows."""
+    rows = [r for r in data["rows"] if "error" not in r]
+    failed = [r for r in data["rows"] if "error" in r]
+    comp = sum(r.get("compilations", 0) for r in rows)
+    new = [r for r in rows if r.get("compilations", 0) > 0]
+    all_shapes = [tuple(r["shape"]) for r in rows]
+    if not rows:
+        return "fail", f"every shape failed: {failed[0]['error']}", {}
+    compile_s = statistics.mean(r["compile_s"] for r in new) if new else 0.0
+    steady_s = statistics.median(r["steady_s"] for r in rows)
+    largest = max(all_shapes, key=_elems)
+    fits = all(all(a <= b for a, b in zip(s, largest, strict=True)) for s in all_shapes)
+    pad_waste = _waste(all_shapes, lambda s: largest) if fits else None
+    buckets = sorted({_bucket(s) for s in all_shapes}, key=_elems)
+    adv = {"shapes": len(rows), "distinct_shapes": len(set(all_shapes)), "compilations": comp,
+           "new_shapes_compiled": len(new),
+           "mean_compile_s": compile_s, "median_steady_s": steady_s,
+           "steps_per_compile": compile_s / steady_s if steady_s else None,
+           "pad_to": list(largest) if fits else None, "pad_waste": pad_waste,
+           "buckets": [list(b) for b in buckets],
+           "bucket_waste": _waste(all_shapes, _bucket)}
+    if failed:
+        return "fail", (f"{len(failed)} of {len(data['rows'])} shapes failed "
+                        f"({'x'.join(map(str, failed[0]['shape']))}: {failed[0]['error']})"), adv
+    if not new:
+        return "pass", f"{len(rows)} shapes, no compilation: every shape was already compiled", adv
+    adv["recommendation"] = _recommend(adv)
+    summary = (f"{len(rows)} shapes caused {comp} compilation(s), {compile_s:.2f}s each on "
+               f"average vs {steady_s * 1000:.1f} ms per steady step (one compile = "
+               f"{adv['steps_per_compile'] or 0:.0f} steps): {adv['recommendation']}")
+    return ("warn" if comp > 1 else "pass"), summary, adv
+
+
+def _recommend(adv: dict) -> str:
+    pad = (f"pad every input to {'x'.join(map(str, adv['pad_to']))} (1 graph, "
+           f"{adv['pad_waste']:.0%} padded compute on average)") if adv["pad_to"] else None
+    if pad and adv["pad_waste"] <= PAD_WASTE_LIMIT:
+        return pad
+    listed = ", ".join("x".join(map(str, b)) for b in adv["buckets"])
+    n, distinct = len(adv["buckets"]), adv["distinct_shapes"]
+    also = f"; padding all to the largest would waste {adv['pad_waste']:.0%}" if pad else ""
+    if n < distinct:
+        return (f"bucket shapes to powers of two ({listed}: {n} graph(s) instead of {distinct}, "
+                f"{adv['bucket_waste']:.0%} padded compute on average){also}")
+    return (f"power-of-two buckets would not reduce the {distinct} graphs: keep to these shapes "
+            f"and compile each once at start-up ({distinct} x {adv['mean_compile_s']:.2f}s){also}")
+
+
+def observed(name: str, data: dict):
+    if "max_abs_error" in data and "tensors" in data:
+        return {"max_abs_error": data["max_abs_error"], "max_rel_error": data["max_rel_error"],
+                "mismatched_tensors": data["mismatched_tensors"], "worst": data.get("worst")}
+    if name == "fallback" and data.get("ops") is not None:
+        return {"ops": data["ops"]}
+    return None
+
+
+def expected(name: str, data: dict):
+    if "rtol" in data and "atol" in data:
+        return {"rtol": data["rtol"], "atol": data["atol"]}
+    if name == "fallback":
+        return {"ops": []}
+    return None
+
+
+def fix(name: str, status: str, data: dict, opts) -> str | None:
+    if status not in ("fail", "error", "warn"):
+        return None
+    if data.get("hint"):
+        return data["hint"]
+    return {
+        "device": "run neuron-env doctor: " + "; ".join(data.get("causes") or []),
+        "import": "install torch into the target: neuron-env install --python TARGET",
+        "reference": "the model fails on the CPU too: fix the model (see details.error)",
+        "eager": "compare per tensor (details.mismatches); check driver/runtime versions with "
+                 "neuron-env doctor; a loss-only mismatch may need a looser --rtol/--atol",
+        "steps": "the drift grows with --steps: check the optimizer state and the dtype",
+        "fallback": "these ops run on the CPU in eager mode and fail under torch.compile: "
+                    "rewrite them with supported ops or keep them out of the compiled region",
+        "compile": _compile_fix(data),
+        "shapes": "pad or bucket input shapes (details.advice) so that few graphs compile",
+        "baseline": "the device disagrees with the environment used today: compare per tensor "
+                    "(details.mismatches)",
+        "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
+    }.get(name)
+
+
+def _compile_fix(data: dict) -> str:
+    if data.get("ops"):
+        return (f"{', '.join(data['ops'])} is not supported by the neuron compiler: rewrite it, "
+                "keep it out of the compiled region, or allow CPU fallback with "
+                "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0")
+    if data.get("graph_breaks"):
+        return "remove the graph breaks (details.graph_breaks): data-dependent Python control "\
+               "flow, .item(), print"
+    return "see details.error; run with --compile-backend aot_eager to tell tracing from compiling"

@@ -1,0 +1,110 @@
+"""The trial's options and their validation (pure: no I/O but a file-exists check)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass
+
+from neuron_env.errors import UsageError
+
+DEVICES = ("neuron", "cpu", "cuda")
+DTYPES = ("float32", "bfloat16")
+DEFAULT_TIMEOUT = 600.0
+BUILTINS = ("mlp", "conv", "transformer-block", "embedding")  # inside/trial.py builds them
+_MODEL = re.compile(r"^(builtin:[\w-]+|[\w.]+:[\w.]+|.+\.py:[\w.]+)$")
+
+
+@dataclass(frozen=True)
+class TrialOptions:
+    model: str
+    device: str = "neuron"
+    dtype: str = "float32"
+    autocast: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    steps: int = 0
+    lr: float = 0.01
+    iterations: int = 10
+    compile: bool = False
+    compile_backend: str | None = None
+    shapes: tuple[tuple[int, ...], ...] = ()
+    batch_sizes: tuple[int, ...] = ()
+    save_baseline: str | None = None
+    baseline: str | None = None
+    no_fallback: bool = False
+    seed: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+
+    def payload(self) -> dict:
+        """What the inside script reads (paths made absolute: it may run elsewhere)."""
+        d = {k: v for k, v in asdict(self).items() if k != "timeout"}
+        for k in ("save_baseline", "baseline"):
+            if d[k]:
+                d[k] = os.path.abspath(d[k])
+        if d["model"].split(":", 1)[0].endswith(".py"):
+            path, _, attr = d["model"].rpartition(":")
+            d["model_id"] = f"{os.path.basename(path)}:{attr}"  # the same on every host
+            d["model"] = f"{os.path.abspath(path)}:{attr}"
+        return d
+
+
+def parse_shapes(text: str | None) -> tuple[tuple[int, ...], ...]:
+    """'8x128,16x128' -> ((8, 128), (16, 128))."""
+    out = []
+    for part in (text or "").split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        try:
+            dims = tuple(int(d) for d in part.split("x"))
+        except ValueError:
+            raise UsageError(f"--shapes {text!r}: {part!r} is not a shape like 8x128",
+                             hint="e.g. --shapes 8x128,16x128,32x128") from None
+        if any(d < 1 for d in dims):
+            raise UsageError(f"--shapes {text!r}: dimensions must be positive")
+        out.append(dims)
+    return tuple(out)
+
+
+def parse_sizes(text: str | None) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(x) for x in (text or "").split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--batch-sizes {text!r}: expected integers like 8,16,32") from None
+    if any(s < 1 for s in sizes):
+        raise UsageError(f"--batch-sizes {text!r}: sizes must be positive")
+    return sizes
+
+
+def validate(o: TrialOptions) -> None:
+    if not _MODEL.match(o.model):
+        raise UsageError(f"MODEL {o.model!r}: expected module:callable, path/to/file.py:callable "
+                         "or builtin:NAME", hint="e.g. neuron-env trial builtin:mlp, or "
+                         "neuron-env trial mypkg.models:make_trial")
+    name = o.model.split(":", 1)[1] if o.model.startswith("builtin:") else None
+    if name is not None and name not in BUILTINS:
+        raise UsageError(f"MODEL {o.model!r}: no built-in workload {name!r}",
+                         hint="built-ins: " + ", ".join(f"builtin:{b}" for b in BUILTINS))
+    if o.device not in DEVICES:
+        raise UsageError(f"--device {o.device!r}: expected one of {', '.join(DEVICES)}")
+    if o.dtype not in DTYPES:
+        raise UsageError(f"--dtype {o.dtype!r}: expected float32 or bfloat16")
+    if o.iterations < 1 or o.timeout <= 0 or o.steps < 0 or o.lr <= 0:
+        raise UsageError("--iterations and --timeout must be positive, --steps not negative, "
+                         "--lr positive")
+    for name in ("rtol", "atol"):
+        v = getattr(o, name)
+        if v is not None and v < 0:
+            raise UsageError(f"--{name} must not be negative")
+    if o.shapes and o.batch_sizes:
+        raise UsageError("--shapes and --batch-sizes: give one of them")
+    if o.save_baseline and o.baseline:
+        raise UsageError("--save-baseline and --baseline: give one of them",
+                         hint="save on the environment used today, compare on the Trainium host")
+    if o.baseline and not os.path.isfile(o.baseline):
+        raise UsageError(f"--baseline {o.baseline}: no such file",
+                         hint="make one with --save-baseline FILE on the reference environment")
+    path = o.model.rpartition(":")[0]
+    if path.endswith(".py") and not os.path.isfile(path):
+        raise UsageError(f"MODEL {o.model!r}: no such file {path}")
