@@ -21,6 +21,8 @@ class HostFacts:
     driver: DriverFacts
     neuron_ls: NeuronLsFacts | None  # None under --root: it would describe the real host
     aws: object | None = None  # aws.NeuronInfo, with --aws
+    pythons: tuple[tuple[str, str], ...] = ()  # (path, X.Y) found on the host (fix lines)
+    uv: str | None = None  # uv on PATH (fix lines)
 
     def serialize(self) -> dict:
         t = self.target
@@ -57,6 +59,13 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     os_facts = probe_os(root)
     driver = probe_driver(root)
     neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
+    from neuron_env.probes.pythons import find_pythons, find_uv
+
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=finish_probe(*target), driver=driver,
-                     neuron_ls=neuron_ls)
+                     arch_source=arch_source, target=_finish(target), driver=driver,
+                     neuron_ls=neuron_ls, pythons=find_pythons(), uv=find_uv())
+
+
+def _finish(target) -> TargetFacts:
+    """A started probe, or the TargetFacts of an interpreter that could not be started."""
+    return target if isinstance(target, TargetFacts) else finish_probe(*target)
