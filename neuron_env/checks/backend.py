@@ -294,7 +294,8 @@ def backend_emulator(facts, m, ctx) -> Result:
                       f"torch-neuronx {real.version}: it steps aside for the real one, but "
                       "remove it from production images", observed=emu.version,
                       fix=(uninstall := f"{shlex.quote(facts.target.path)} -m pip uninstall "
-                                        "-y neuron-emulator"), fix_command=uninstall)
+                                        "-y neuron-emulator"), fix_command=uninstall,
+                      fix_safe=True)
     return Result("backend.emulator", "backend", "warn",
                   f"EMULATED neuron device (neuron-emulator {emu.version}): results come from "
                   "CPU emulation, not Trainium hardware", observed=emu.version,

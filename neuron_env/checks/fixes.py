@@ -11,7 +11,7 @@ APT_REPO = "https://apt.repos.neuron.amazonaws.com"
 APT_KEY = f"{APT_REPO}/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB"
 KEYRING = "/etc/apt/keyrings/neuron.gpg"
 DEFAULT_VENV = "~/neuron-venv"
-APT_FAMILY = ("ubuntu", "debian")
+APT_FAMILY = ("ubuntu",)
 
 
 def apt_packages(m, names: list[str] | None = None) -> list[str]:
@@ -28,8 +28,8 @@ def apt_install(facts, m, names: list[str] | None = None) -> str | None:
     """Set up the Neuron apt repository for the host's codename, then install; None where the
     host is not apt-based (the prose then says what to do by hand)."""
     o = facts.os
-    if o.id not in APT_FAMILY and not set(o.id_like or ()) & set(APT_FAMILY):
-        return None
+    if o.id not in APT_FAMILY or m.os_entry(o.id or "", o.version_id or "") is None:
+        return None  # the Neuron apt repository has no suite for it
     codename = o.codename or '$(. /etc/os-release && echo "$VERSION_CODENAME")'
     headers = names is None or "aws-neuronx-dkms" in names  # dkms builds against them
     pkgs = ['"linux-headers-$(uname -r)"'] if headers else []

@@ -37,6 +37,7 @@ class DoctorFmt(str, Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    markdown = "markdown"
 
 
 def _version(value: bool) -> None:
@@ -82,8 +83,9 @@ def split(values: list[str] | None) -> list[str]:
 
 # -- the boundary -----------------------------------------------------------------------------
 def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool = False,
-         interrupted: str = "interrupted") -> NoReturn:
-    """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit."""
+         interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
+    """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
+    `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
     from neuron_env.report.render import render
     from neuron_env.report.text import use_colour
 
@@ -93,18 +95,16 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        fail(Interrupted(interrupted), fmt, schema)
+        fail(Interrupted(interrupted), fmt, schema, reports)
     except Exception as e:  # the one place an exception becomes a message and an exit code
-        fail(e, fmt, schema)
+        fail(e, fmt, schema, reports)
     sys.stdout.write(text)
     raise typer.Exit(out.exit_code)
 
 
-def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
-    """Report an error the way the chosen format speaks, then exit with its code."""
-    import json
-
-    from neuron_env.report.envelope import error_envelope
+def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> NoReturn:
+    """Report an error the way the chosen format speaks (and into every --report), exit."""
+    from neuron_env.report.render import render_error, write_error_reports
     from neuron_env.util import redact
 
     if isinstance(err, NeuronEnvError):
@@ -117,9 +117,10 @@ def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
         payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
                    "hint": "this is a neuron-env bug: please report it", "traceback": tb}
         text = f"internal error: {type(err).__name__}: {err}\n{tb}"
-    if fmt == "json":
-        doc = error_envelope(schema, code, payload)
-        sys.stdout.write(redact.text(json.dumps(doc, indent=2)) + "\n")
+    if not getattr(err, "reports_written", False):
+        write_error_reports(reports, schema, code, payload)
+    if fmt != "text":
+        sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(redact.text(f"neuron-env: {text}\n"))
     raise typer.Exit(code)
 

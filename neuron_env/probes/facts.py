@@ -53,7 +53,7 @@ class HostFacts:
 def gather(root: Root, python: str | None, instance_type: str | None,
            want_neuron_ls: bool = True, started=None) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
-    target = started or start_probe(python)
+    target = started or start_target(python)
     arch, arch_source = probe_arch(root)
     instance = probe_instance(root, instance_type)
     os_facts = probe_os(root)
@@ -64,6 +64,18 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
                      arch_source=arch_source, target=_finish(target), driver=driver,
                      neuron_ls=neuron_ls, pythons=find_pythons(), uv=find_uv())
+
+
+def start_target(python: str | None):
+    """The target probe, started (finish it with gather); an interpreter that does not exist is
+    a TargetFacts with the error: a failing python.version result like a broken one."""
+    from neuron_env.errors import InterpreterError
+
+    try:
+        return start_probe(python)
+    except InterpreterError as e:
+        return TargetFacts(path=python or "python3", chosen_by="--python" if python else
+                           "default", error=e.message + (f" ({e.hint})" if e.hint else ""))
 
 
 def _finish(target) -> TargetFacts:

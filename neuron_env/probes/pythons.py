@@ -29,7 +29,7 @@ def find_pythons(env: dict[str, str] | None = None,
     home = home or Path(env.get("HOME") or Path.home())
     seen: dict[str, str] = {}
     for d in _places(env, home):
-        if (d.parent / "pyvenv.cfg").exists():
+        if d.name == "shims" or (d.parent / "pyvenv.cfg").exists():  # pyenv shims: see above
             continue
         try:
             names = os.listdir(d)
