@@ -40,6 +40,11 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
         raise UsageError(f"{type_!r} is not an EC2 instance type",
                          hint="e.g. neuron-env instance trn2.48xlarge")
     fam, t = m.instance_type(type_)
+    if fam is None:
+        known = ", ".join(f.family for f in m.instances)
+        raise UsageError(f"{family_of(type_)} is not an instance family Neuron {m.release} "
+                         f"knows (no Neuron devices, or a typo)",
+                         hint=f"known families: {known}; e.g. neuron-env instance trn2.48xlarge")
     doc = {"schema": SCHEMA, "tool": TOOL, "matrix": {"release": m.release},
            "instance_type": type_, "source": source,
            "family": None if fam is None else {
@@ -48,11 +53,8 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
            "matrix_facts": None if t is None else {
                "devices": t.devices, "cores_per_device": t.cores_per_device,
                "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed},
-           "aws": None, "dlami": None, "warnings": []}
-    if fam is None:
-        doc["warnings"].append(f"{family_of(type_)} is not a Neuron family in Neuron "
-                               f"{m.release}'s matrix")
-    elif t is None:
+           "aws": None, "dlami": None, "warnings": [], "exit_code": 0}
+    if t is None:
         doc["warnings"].append(f"{type_} is not a size the matrix knows for {fam.family}")
     if aws or dlami:
         from neuron_env.aws import client as awsmod

@@ -46,6 +46,7 @@ class HostFacts:
                        "apt_packages": dict(self.driver.packages)},
             "neuron_ls": None if self.neuron_ls is None else {
                 "path": self.neuron_ls.path, "error": self.neuron_ls.error,
+                "args": self.neuron_ls.args,
                 "devices": None if self.neuron_ls.devices is None else len(self.neuron_ls.devices)},
         }
 

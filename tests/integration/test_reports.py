@@ -119,3 +119,14 @@ def test_fix_without_a_tty_or_yes_runs_nothing_and_says_so(tmp_path):
     assert p.returncode == 1 and all(not f["ran"] for f in doc["fixes"])
     if any(f["command"].startswith("neuron-env install") for f in doc["fixes"]):
         assert "pass --yes" in p.stderr
+
+
+def test_instance_unknown_family_is_exit_2_and_json_meets_its_schema():
+    schema = json.loads((SCHEMAS / "instance.schema.json").read_text())
+    p = run_cli("instance", "trn9.foo", "--format", "json")
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, schema)
+    assert p.returncode == 2 and "trn9" in doc["error"]["message"]
+    p = run_cli("instance", "trn1.32xlarge", "--format", "json")
+    jsonschema.validate(json.loads(p.stdout), schema)
+    assert p.returncode == 0  # known, unsupported: a fact, not an error
