@@ -2,7 +2,7 @@
 parses one command's flags and hands a producer to `app.emit`. Importing this package
 registers every command."""
 
-from neuron_env.cli import bootstrap, doctor, install, instance, matrix, smoke  # noqa: F401
+from neuron_env.cli import bootstrap, bundle, doctor, install, instance, matrix, smoke  # noqa: F401
 from neuron_env.cli.app import app, main
 
 __all__ = ["app", "main"]

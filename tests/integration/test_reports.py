@@ -130,3 +130,30 @@ def test_instance_unknown_family_is_exit_2_and_json_meets_its_schema():
     p = run_cli("instance", "trn1.32xlarge", "--format", "json")
     jsonschema.validate(json.loads(p.stdout), schema)
     assert p.returncode == 0  # known, unsupported: a fact, not an error
+
+
+def test_bundle_lists_then_writes_a_masked_archive(tmp_path):
+    import tarfile
+
+    from tests.helpers.envs import make_venv
+
+    base_venv = make_venv(tmp_path / "v")
+    prefix = base_venv.parent.parent
+    logs = prefix / ".neuron-env" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "install-1.log").write_text("index https://alice:s3cret@mirror.example/simple\n")
+    out = tmp_path / "case.tar.gz"
+    root = roots.trn2_host(tmp_path / "r")
+    args = ["bundle", "--out", str(out), "--python", str(base_venv), "--root", str(root)]
+    p = run_cli(*args, "--list", "--format", "json")
+    assert p.returncode == 0 and not out.exists() and "neuron-env/install-1.log" in p.stderr
+    p = run_cli(*args, "--format", "json")
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, json.loads((SCHEMAS / "bundle.schema.json").read_text()))
+    with tarfile.open(out) as tar:
+        names = {n.split("/", 1)[1]: n for n in tar.getnames()}
+        assert {"doctor.json", "doctor.md", "packages-target.txt", "neuron-ls.json",
+                "dmesg-neuron.txt", "neuron-env/install-1.log"} <= set(names)
+        log = tar.extractfile(names["neuron-env/install-1.log"]).read().decode()
+    assert "s3cret" not in log and "***@mirror.example" in log
+    assert [m["name"] for m in doc["members"]] == list(names)
