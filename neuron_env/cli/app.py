@@ -8,6 +8,7 @@ chosen format (JSON mode always prints one JSON document), and exits with the ri
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -19,11 +20,13 @@ from neuron_env import __version__
 from neuron_env.errors import EXIT_INTERNAL, Interrupted, NeuronEnvError
 
 app = typer.Typer(
-    name="neuron-env", no_args_is_help=True, add_completion=False,
+    name="neuron-env", no_args_is_help=True, add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"],
+                      "max_content_width": shutil.get_terminal_size((100, 24)).columns},
     help="Check, install and smoke-test the AWS Neuron (TorchNeuron) PyTorch backend.",
     pretty_exceptions_enable=False, rich_markup_mode=None,
 )
-matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices: list, show, "
+matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices. List, show, "
                          "validate, import.")
 app.add_typer(matrix_app, name="matrix")
 
@@ -54,16 +57,17 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 # -- options shared by several commands -------------------------------------------------------
 def matrix_option(help: str = "A bundled release (2.33) or a TOML file/directory."):
-    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", help=help)
+    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", metavar="RELEASE|PATH",
+                        help=help)
 
 
 def python_option(help: str = "Interpreter of the target environment (default "
                   "$NEURON_ENV_PYTHON, $VIRTUAL_ENV, python3)."):
-    return typer.Option(None, "--python", help=help)
+    return typer.Option(None, "--python", metavar="PATH", help=help)
 
 
 def root_option(help: str = "Read host files under DIR (a mounted image)."):
-    return typer.Option(None, "--root", help=help)
+    return typer.Option(None, "--root", metavar="DIR", help=help)
 
 
 def index_option(name: str, from_env: bool):
@@ -71,7 +75,7 @@ def index_option(name: str, from_env: bool):
     (never for rendered scripts, whose values must come from the command line only)."""
     flag, env = f"--{name}-index-url", f"NEURON_ENV_{name.upper()}_INDEX_URL"
     label = {"neuron": "Neuron", "pytorch": "PyTorch CPU"}[name]
-    return typer.Option(None, flag, envvar=env if from_env else None,
+    return typer.Option(None, flag, envvar=env if from_env else None, metavar="URL",
                         help=f"Mirror of the {label} index" + (f" (else ${env})." if from_env
                                                                else "."))
 

@@ -6,8 +6,8 @@ import typer
 
 from neuron_env.cli.app import Fmt, app, emit, matrix_option, python_option, root_option
 
-EXAMPLES = """Examples:
-
+EXAMPLES = """\b
+Examples:
   neuron-env bundle                              # ./neuron-env-bundle-<time>.tar.gz
   neuron-env bundle --out /tmp/case.tar.gz --python ~/venv/bin/python
   neuron-env bundle --list                       # what would go in, nothing written"""
@@ -23,7 +23,7 @@ def bundle(
     list_only: bool = typer.Option(False, "--list", help="List the content; write nothing."),
     format: Fmt = typer.Option(Fmt.text, "--format", help="Output on stdout."),
 ) -> None:
-    """Write a support archive: doctor report, packages, neuron-ls, dmesg, logs."""
+    """Write a support archive. Doctor report, packages, neuron-ls, dmesg, logs; masked."""
     from neuron_env.commands import bundle as cmd
 
     emit(lambda: cmd.run(cmd.BundleOptions(out=out, python=python, matrix=matrix, root=root,

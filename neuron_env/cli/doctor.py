@@ -17,8 +17,8 @@ from neuron_env.cli.app import (
     split,
 )
 
-EXAMPLES = """Check, act on the problems, and report:
-
+EXAMPLES = """\b
+Examples:
   neuron-env doctor                                  # this host, the default target python
   neuron-env doctor --python ~/venv/bin/python -v    # a training environment, in detail
   neuron-env doctor --fix --yes                      # run the safe fixes, then check again
@@ -92,7 +92,7 @@ def doctor(
                                         "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
 ) -> None:
-    """Check this host and environment against the version matrix."""
+    """Check this host against the version matrix. The environment, driver and devices too."""
     if list_checks:
         from neuron_env.commands import list_checks as lc
 

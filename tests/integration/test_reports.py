@@ -157,3 +157,17 @@ def test_bundle_lists_then_writes_a_masked_archive(tmp_path):
         log = tar.extractfile(names["neuron-env/install-1.log"]).read().decode()
     assert "s3cret" not in log and "***@mirror.example" in log
     assert [m["name"] for m in doc["members"]] == list(names)
+
+
+def test_cli_help_is_short_has_examples_choices_and_completion():
+    top = run_cli("-h", env=None).stdout
+    assert "--install-completion" in top and "--show-completion" in top
+    for line in top.split("Commands:")[1].splitlines():
+        assert "..." not in line, line  # first help lines short enough not to be cut
+    for cmd in ("doctor", "install", "smoke", "instance", "bundle"):
+        h = run_cli(cmd, "-h").stdout
+        assert "Examples:\n    neuron-env " + cmd in h, cmd
+    assert "--backend [neuron|emulated]" in run_cli("install", "-h").stdout.replace("<", "[") \
+        .replace(">", "]")
+    p = run_cli("smoke", "--dtype", "float64")
+    assert p.returncode == 2 and "float32" in p.stderr and "Traceback" not in p.stderr
