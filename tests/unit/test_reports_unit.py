@@ -83,3 +83,28 @@ def test_markdown_escapes_pipes_and_fences_the_command():
     text = markdown.render(rep(Result("a.b", "os", "fail", "a | b", fix="do it",
                                       fix_command="echo hi")))
     assert "a \\| b" in text and "```sh\necho hi\n```" in text and "- fix: do it" in text
+
+
+def test_own_venv_first_on_path_gets_a_new_venv_not_torch_in_neuron_envs_own():
+    import dataclasses
+
+    from neuron_env import checks
+    from neuron_env.matrix import catalog
+    from tests.helpers.facts import host, target
+
+    facts = dataclasses.replace(host(tgt=target({})), pythons=(("/usr/bin/python3.12", "3.12"),))
+    ctx = checks.Context(own_prefix="/venv")  # the target IS neuron-env's own venv
+    r = checks.run_checks(facts, catalog.select("2.33"), ctx, ["backend.torch"])[0]
+    assert "neuron-env's own environment" in r.fix
+    assert r.fix_command == ("neuron-env install --venv ~/neuron-venv --python "
+                             "/usr/bin/python3.12")
+
+
+def test_a_fix_the_planner_would_refuse_is_never_printed():
+    from neuron_env import checks
+    from neuron_env.matrix import catalog
+    from tests.helpers.facts import host, target
+
+    facts = host(os_version="22.04", tgt=target({}))  # install refuses end-of-support 22.04
+    r = checks.run_checks(facts, catalog.select("2.33"), checks.Context(), ["backend.torch"])[0]
+    assert r.fix_command is None and "cannot install here" in r.fix
