@@ -2,7 +2,18 @@
 parses one command's flags and hands a producer to `app.emit`. Importing this package
 registers every command."""
 
-from neuron_env.cli import bootstrap, bundle, doctor, install, instance, matrix, smoke  # noqa: F401
+from neuron_env.cli import (  # noqa: F401
+    bootstrap,
+    bundle,
+    collectives,
+    doctor,
+    engines,
+    fleet,
+    install,
+    instance,
+    matrix,
+    smoke,
+)
 from neuron_env.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -41,6 +41,9 @@ class DoctorFmt(str, Enum):
     json = "json"
     junit = "junit"
     markdown = "markdown"
+    nhc = "nhc"
+    npd = "npd"
+    prometheus = "prometheus"
 
 
 def _version(value: bool) -> None:
@@ -123,7 +126,10 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
         text = f"internal error: {type(err).__name__}: {err}\n{tb}"
     if not getattr(err, "reports_written", False):
         write_error_reports(reports, schema, code, payload)
-    if fmt != "text":
+    if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
+        line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
+        sys.stdout.write(redact.text(line)[:120] + "\n")
+    elif fmt != "text":
         sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(redact.text(f"neuron-env: {text}\n"))
     raise typer.Exit(code)

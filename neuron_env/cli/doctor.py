@@ -91,6 +91,8 @@ def doctor(
     strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
                                         "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
+    slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
+                                     "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
     """Check this host against the version matrix. The environment, driver and devices too."""
     if list_checks:
@@ -115,6 +117,10 @@ def doctor(
         rep = run_waiting(opts, started)
         if fix:
             rep = _fix(rep, opts, yes)
+        if slurm_drain:
+            from neuron_env.fleet.slurm import drain_or_resume
+
+            rep = drain_or_resume(rep)
         write_reports(rep, tuple(report or ()), verbose)
         return rep
 

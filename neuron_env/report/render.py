@@ -12,8 +12,9 @@ from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
 
+ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
-RENDERERS = {"junit": "junit", "markdown": "markdown"}
+RENDERERS = {"junit": "junit", "markdown": "markdown", **{f: f for f in ENGINE_FORMATS}}
 FORMATS = ("text", "json", *RENDERERS)
 
 
@@ -27,6 +28,8 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     if fmt == "json":
         return json.dumps(out.serialize(), indent=2, default=str) + "\n"
     if isinstance(out, Document):
+        if fmt == "junit" and getattr(out, "junit", None):  # fleet: one testcase per instance
+            return out.junit(out.body)
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
@@ -53,9 +56,16 @@ def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
         import importlib
 
         mod = importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}")
-        return redact.text(mod.render_error(doc))
+        if hasattr(mod, "render_error"):
+            return redact.text(mod.render_error(doc))
+    if fmt in ("nhc", "npd"):  # engines read one line
+        return redact.text(" ".join(f"ERROR: neuron-env: {error.get('message')}".split())
+                           [:120]) + "\n"
     hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
-    return redact.text(f"error ({error.get('code')}): {error.get('message')}{hint}\n")
+    text = f"error ({error.get('code')}): {error.get('message')}{hint}\n"
+    if fmt == "prometheus":  # comments only: the textfile collector still parses it
+        text = "".join(f"# {ln}\n" for ln in text.splitlines())
+    return redact.text(text)
 
 
 def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: int,
