@@ -108,3 +108,20 @@ def test_a_fix_the_planner_would_refuse_is_never_printed():
     facts = host(os_version="22.04", tgt=target({}))  # install refuses end-of-support 22.04
     r = checks.run_checks(facts, catalog.select("2.33"), checks.Context(), ["backend.torch"])[0]
     assert r.fix_command is None and "cannot install here" in r.fix
+
+
+def test_time_at_the_install_prompt_is_not_install_time(monkeypatch):
+    import io
+
+    from neuron_env.commands import install
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    clock = iter([100.0, 130.0])
+    monkeypatch.setattr(install.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(install.sys, "stdin", TTY("y\n"))
+    monkeypatch.setattr(install.sys, "stderr", TTY())
+    assert install._confirm("plan\n", install.InstallOptions()) == 30.0
+    assert install._confirm("plan\n", install.InstallOptions(yes=True)) == 0.0
