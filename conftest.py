@@ -3,6 +3,7 @@ CPU wheel this machine's pip configuration finds on disk) and the emulated backe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -33,13 +34,40 @@ def _torch_venv() -> Path:
     return py
 
 
+@contextlib.contextmanager
+def _cache_lock():
+    """One builder at a time: pytest-xdist workers share the cached torch venv."""
+    import fcntl
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _emulator_source_hash() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted((REPO / "backend").rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f):
+            h.update(str(f.relative_to(REPO)).encode() + f.read_bytes())
+    return h.hexdigest()
+
+
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory) -> str:
-    """The interpreter of a venv holding torch 2.13.0 and the freshly built emulator wheel."""
+    """The interpreter of a venv holding torch 2.13.0 and the freshly built emulator wheel
+    (rebuilt only when backend/ changed: a worker never reinstalls it under another's feet)."""
     from neuron_env.install import emulator_wheel
 
-    py = _torch_venv()
-    whl = emulator_wheel.build(tmp_path_factory.mktemp("emulator-wheel"))
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-                    str(whl)], check=True, timeout=300, capture_output=True)
+    with _cache_lock():
+        py = _torch_venv()
+        stamp, want = py.parent.parent / ".emulator-source", _emulator_source_hash()
+        if not stamp.exists() or stamp.read_text() != want:
+            whl = emulator_wheel.build(tmp_path_factory.mktemp("emulator-wheel"))
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
+                            "--force-reinstall", str(whl)], check=True, timeout=300,
+                           capture_output=True)
+            stamp.write_text(want)
     return str(py)

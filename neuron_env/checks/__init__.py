@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import CATEGORIES, Result
@@ -15,6 +16,7 @@ class Context:
     python_flag: str | None = None  # as the user gave it, for fix commands
     matrix_flag: str | None = None
     index_overrides: dict | None = None  # index name -> mirror URL (flags, environment)
+    own_prefix: str | None = None  # neuron-env's own environment (sys.prefix), for fix lines
 
 
 CheckFn = Callable[..., Result]
@@ -61,6 +63,7 @@ def run_checks(facts, matrix, ctx: Context, ids: list[str]) -> list[Result]:
     for id_, category, fn in REGISTRY:
         if id_ not in ids:
             continue
+        t0 = time.perf_counter()
         try:
             r = fn(facts, matrix, ctx)
         except Exception as e:  # a bug in a check must not hide the rest of the report
@@ -68,5 +71,5 @@ def run_checks(facts, matrix, ctx: Context, ids: list[str]) -> list[Result]:
             r = Result(id_, category, "error", f"check crashed: {type(e).__name__}: {e}",
                        fix="this is a neuron-env bug: please report it with the JSON report",
                        details={"traceback": tb})
-        out.append(r)
+        out.append(replace(r, duration_s=round(time.perf_counter() - t0, 6)))
     return out

@@ -28,6 +28,33 @@ def install_cmd(ctx, facts, torch_minor: str | None = None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def install_fix(ctx, facts, m, torch_minor: str | None = None, lead: str = "") -> dict:
+    """fix/fix_command/fix_safe for "install the backend": never a line neuron-env would
+    refuse (the planner is asked), and never into neuron-env's own environment."""
+    from neuron_env.checks import fixes
+    from neuron_env.errors import ResolutionError
+    from neuron_env.install.plan import Inputs, make_plan
+
+    t = facts.target
+    if ctx.own_prefix and t.prefix and t.prefix == ctx.own_prefix and not ctx.python_flag:
+        text, cmd = fixes.get_python(facts, m, ctx)
+        return {"fix": f"{t.path} is neuron-env's own environment (first on PATH), not a "
+                       f"training environment: {text}" + (f": {cmd}" if cmd else ""),
+                "fix_command": cmd, "fix_safe": bool(cmd) and "sudo" not in cmd}
+    if t.version and not m.python.contains(t.version, prereleases=True):
+        text, cmd = fixes.get_python(facts, m, ctx)
+        return {"fix": text + (f": {cmd}" if cmd else ""), "fix_command": cmd}
+    try:
+        make_plan(m, Inputs(python=t.path, python_version=t.version or "", prefix=t.prefix or "",
+                            os_id=facts.os.id, os_version=facts.os.version_id, arch=facts.arch,
+                            installed={k: d.version for k, d in t.dists.items()},
+                            torch=torch_minor))
+    except ResolutionError as e:
+        return {"fix": f"neuron-env cannot install here: {e.message} (see os.release/os.arch)"}
+    cmd = install_cmd(ctx, facts, torch_minor)
+    return {"fix": lead + cmd, "fix_command": cmd, "fix_safe": True}
+
+
 def _unusable(id_: str, facts) -> Result | None:
     if not facts.target.usable:
         return Result(id_, "backend", "skip", "target interpreter unusable (see python.version)")
@@ -61,20 +88,20 @@ def backend_torch(facts, m, ctx) -> Result:
     expected = " or ".join(f"torch {p}" for p in pairs)
     if torch is None:
         return Result("backend.torch", "backend", "fail", f"torch is not installed in {t.path}",
-                      expected=expected, fix=install_cmd(ctx, facts))
+                      expected=expected, **install_fix(ctx, facts, m))
     try:
         v = Version(torch.version)
     except InvalidVersion:
         return Result("backend.torch", "backend", "fail",
                       f"torch has an invalid version {torch.version!r}",
-                      observed=torch.version, expected=expected, fix=install_cmd(ctx, facts))
+                      observed=torch.version, expected=expected, **install_fix(ctx, facts, m))
     match = next((p for p in m.pairs if v.public == str(p.torch) or
                   Version(v.public) == p.torch), None)
     if match is None:
         return Result("backend.torch", "backend", "fail",
                       f"torch {torch.version} is not paired by Neuron {m.release} "
                       f"(it pairs {', '.join(pairs)})", observed=torch.version,
-                      expected=expected, fix=install_cmd(ctx, facts))
+                      expected=expected, **install_fix(ctx, facts, m))
     cuda = sorted(d.name for k, d in t.dists.items() if k.startswith("nvidia-") and "cu" in k)
     if (v.local and "cu" in v.local) or cuda:
         return Result("backend.torch", "backend", "warn",
@@ -82,8 +109,8 @@ def backend_torch(facts, m, ctx) -> Result:
                       + (f" ({len(cuda)} nvidia-* packages)" if cuda else "")
                       + ": the Neuron backend uses the CPU build", observed=torch.version,
                       expected=expected,
-                      fix=f"reinstall the CPU build from {_index_url(m, 'torch')}: "
-                          + install_cmd(ctx, facts, match.torch_minor))
+                      **install_fix(ctx, facts, m, match.torch_minor, lead="reinstall the CPU "
+                                    f"build from {_index_url(m, 'torch')}: "))
     return Result("backend.torch", "backend", "pass", f"torch {torch.version}",
                   observed=torch.version, expected=expected)
 
@@ -104,13 +131,13 @@ def backend_pairing(facts, m, ctx) -> Result:
     if nx is None:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx is not installed in {t.path}", expected=families,
-                      fix=install_cmd(ctx, facts), docs=m.doc("setup"))
+                      docs=m.doc("setup"), **install_fix(ctx, facts, m))
     observed = {"torch-neuronx": nx.version, "torch": torch.version if torch else None}
     if m.placeholder("torch-neuronx", nx.version) or nx.wrong_package_marker:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {nx.version} is the public index's placeholder, not the "
                       "backend (see backend.origin)", observed=observed, expected=families,
-                      fix=install_cmd(ctx, facts))
+                      **install_fix(ctx, facts, m))
     pair = m.pair_for_neuronx(nx.version)
     needed = _torch_needed_by(nx.version, m)
     if pair is None:
@@ -123,12 +150,12 @@ def backend_pairing(facts, m, ctx) -> Result:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {nx.version} is not a Neuron {m.release} family{hint}",
                       observed=observed, expected=families,
-                      fix=install_cmd(ctx, facts, fit.torch_minor if fit else None))
+                      **install_fix(ctx, facts, m, fit.torch_minor if fit else None))
     if torch is None:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {nx.version} needs torch {pair.torch}, and torch is not "
                       "installed", observed=observed, expected=families,
-                      fix=install_cmd(ctx, facts, pair.torch_minor))
+                      **install_fix(ctx, facts, m, pair.torch_minor))
     try:
         tv = Version(Version(torch.version).public)
     except InvalidVersion:
@@ -137,7 +164,7 @@ def backend_pairing(facts, m, ctx) -> Result:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {nx.version} needs torch {pair.torch}, found torch "
                       f"{torch.version}", observed=observed, expected=families,
-                      fix=install_cmd(ctx, facts, pair.torch_minor))
+                      **install_fix(ctx, facts, m, pair.torch_minor))
     return Result("backend.pairing", "backend", "pass",
                   f"torch-neuronx {nx.version} with torch {torch.version}",
                   observed=observed, expected=families)
@@ -201,15 +228,18 @@ def backend_origin(facts, m, ctx) -> Result:
     if t.manifest_error:
         notes.append(t.manifest_error)
     only_unfinished = len(problems) == 1 and "did not finish" in problems[0]
-    fix = (install_cmd(ctx, facts) + " (re-running repairs it)" if only_unfinished else
-           f"pip uninstall -y {' '.join(d.name for d in neuron)} && " + install_cmd(ctx, facts)
+    pip = f"{shlex.quote(t.path)} -m pip uninstall -y "
+    cmd = (install_cmd(ctx, facts) if only_unfinished else
+           pip + " ".join(d.name for d in neuron) + " && " + install_cmd(ctx, facts)
            if problems else None)
+    fix = (f"re-run the install (it repairs): {cmd}" if only_unfinished else cmd)
     if problems:
         return Result("backend.origin", "backend", "fail", problems[0]
                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
                       observed=observed, expected="packages from " + ", ".join(
                           f"{i.name} ({i.url})" for i in m.indexes),
-                      fix=fix, docs=m.doc("setup"), details={"problems": problems,
+                      fix=fix, fix_command=cmd, fix_safe=True, docs=m.doc("setup"),
+                      details={"problems": problems,
                                                               "notes": notes})
     how = ("recorded by neuron-env's install manifest" if recorded else
            "no install manifest (not installed by neuron-env): origin beyond placeholder "
@@ -218,7 +248,7 @@ def backend_origin(facts, m, ctx) -> Result:
     if notes and not mirror_only:
         return Result("backend.origin", "backend", "warn",
                       f"no placeholder packages; {notes[0]}", observed=observed,
-                      details={"notes": notes}, fix=install_cmd(ctx, facts))
+                      details={"notes": notes}, **install_fix(ctx, facts, m))
     return Result("backend.origin", "backend", "pass", f"no placeholder packages; {how}",
                   observed=observed, details={"notes": notes} if notes else None)
 
@@ -243,7 +273,7 @@ def backend_tools(facts, m, ctx) -> Result:
     expected = ", ".join(c.requirement for c in m.companions)
     if problems:
         return Result("backend.tools", "backend", "fail", "; ".join(problems),
-                      observed=found, expected=expected, fix=install_cmd(ctx, facts))
+                      observed=found, expected=expected, **install_fix(ctx, facts, m))
     return Result("backend.tools", "backend", "pass",
                   ", ".join(f"{k} {v}" for k, v in found.items()), observed=found,
                   expected=expected)
@@ -265,8 +295,9 @@ def backend_emulator(facts, m, ctx) -> Result:
                       "torch_neuronx is importable, but both claim the 'neuron' device and "
                       "dynamo backend; uninstall the emulator", observed=emu.version,
                       expected="torch-neuronx alone",
-                      fix=f"{shlex.quote(facts.target.path)} -m pip uninstall -y "
-                          "neuron-emulator")
+                      fix=(uninstall := f"{shlex.quote(facts.target.path)} -m pip uninstall "
+                                        "-y neuron-emulator"), fix_command=uninstall,
+                      fix_safe=True)
     return Result("backend.emulator", "backend", "warn",
                   f"EMULATED neuron device (neuron-emulator {emu.version}): results come from "
                   "CPU emulation, not Trainium hardware", observed=emu.version,

@@ -5,9 +5,18 @@ from __future__ import annotations
 from neuron_env.checks import check
 from neuron_env.report.model import Result
 
-APT_FIX = ("sudo apt-get install -y linux-headers-$(uname -r) aws-neuronx-dkms "
-           "aws-neuronx-runtime-lib aws-neuronx-collectives aws-neuronx-tools  "
-           "(from https://apt.repos.neuron.amazonaws.com)")
+
+def apt_fix(facts, m, names: list[str] | None = None) -> dict:
+    """fix/fix_command: the Neuron apt repository set up for this host's codename, then the
+    packages; where the host is not apt-based, what to do by hand."""
+    from neuron_env.checks import fixes
+
+    cmd = fixes.apt_install(facts, m, names)
+    if cmd is None:
+        return {"fix": f"{facts.os.pretty_name or facts.os.id or 'this OS'} has no Neuron apt "
+                       "repository: use a supported Ubuntu (see os.release), then install "
+                       "aws-neuronx-dkms and the tools from " + fixes.APT_REPO}
+    return {"fix": cmd + fixes.chroot_note(facts), "fix_command": cmd}
 
 
 def _image(facts) -> bool:
@@ -34,8 +43,8 @@ def driver_module(facts, m, ctx) -> Result:
         return Result("driver.module", "driver", "fail",
                       f"the old aws-neuron-dkms {old} is installed; it conflicts with "
                       "aws-neuronx-dkms", observed=observed,
-                      fix="sudo apt-get remove -y aws-neuron-dkms && sudo apt-get install -y "
-                          "aws-neuronx-dkms", docs=docs)
+                      fix=(cmd := "sudo apt-get remove -y aws-neuron-dkms && sudo apt-get "
+                                  "install -y aws-neuronx-dkms"), fix_command=cmd, docs=docs)
     pin = next((a.version for a in m.driver.apt if a.name == "aws-neuronx-dkms"), None)
     image = _image(facts)
     if facts.instance.assumed or image:
@@ -51,7 +60,7 @@ def driver_module(facts, m, ctx) -> Result:
                           f"no dpkg status in {where}: the driver package cannot be checked")
         return Result("driver.module", "driver", "fail",
                       f"aws-neuronx-dkms is not installed in {where}", observed=observed,
-                      fix=APT_FIX, docs=docs)
+                      docs=docs, **apt_fix(facts, m))
     why = _not_neuron_host(facts, m)
     if why and not d.module_version and not dkms:
         return Result("driver.module", "driver", "skip", f"{why}: no Neuron driver expected")
@@ -61,7 +70,9 @@ def driver_module(facts, m, ctx) -> Result:
             return Result("driver.module", "driver", "warn",
                           f"neuron module {d.module_version} loaded, but aws-neuronx-dkms "
                           f"{dkms} differs from the release's {pin}", observed=observed,
-                          expected=pin, fix=f"sudo apt-get install -y aws-neuronx-dkms={pin}*")
+                          expected=pin, fix_command=(cmd := "sudo apt-get install -y "
+                                                           f"'aws-neuronx-dkms={pin}*'"),
+                          fix=cmd)
         return Result("driver.module", "driver", "pass",
                       f"neuron module {d.module_version} loaded{extra}", observed=observed,
                       expected=pin)
@@ -69,12 +80,13 @@ def driver_module(facts, m, ctx) -> Result:
         return Result("driver.module", "driver", "fail",
                       f"aws-neuronx-dkms {dkms} is installed but the neuron module is not "
                       "loaded", observed=observed,
-                      fix="sudo modprobe neuron  (if it fails: sudo apt-get install -y "
-                          "linux-headers-$(uname -r) && sudo dpkg-reconfigure aws-neuronx-dkms)",
-                      docs=docs)
+                      fix=(cmd := 'sudo modprobe neuron || { sudo apt-get install -y '
+                                  '"linux-headers-$(uname -r)" && sudo dpkg-reconfigure '
+                                  'aws-neuronx-dkms && sudo modprobe neuron; }'),
+                      fix_command=cmd, docs=docs)
     return Result("driver.module", "driver", "fail",
                   "the Neuron driver is not installed (no neuron module, no aws-neuronx-dkms)",
-                  observed=observed, fix=APT_FIX, docs=docs)
+                  observed=observed, docs=docs, **apt_fix(facts, m))
 
 
 @check("driver.packages", "driver")
@@ -100,7 +112,7 @@ def driver_packages(facts, m, ctx) -> Result:
     if missing:
         return Result("driver.packages", "driver", "warn",
                       f"missing apt packages: {', '.join(missing)}", observed=observed,
-                      expected=expected, fix=f"sudo apt-get install -y {' '.join(missing)}")
+                      expected=expected, **apt_fix(facts, m, missing))
     if differ:
         return Result("driver.packages", "driver", "warn",
                       f"versions differ from the release: {'; '.join(differ)}",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_env.checks import check
+from neuron_env.checks import check, fixes
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 
@@ -65,11 +65,11 @@ def os_release(facts, m, ctx) -> Result:
         why = (f"{name} is not in Neuron {m.release}'s matrix" if known_versions
                else f"{name}{like} is not supported by Neuron {m.release}")
         return Result("os.release", "os", "fail", why, observed=observed,
-                      expected=expected, fix=f"use {expected}", docs=m.doc("setup"))
+                      expected=expected, docs=m.doc("setup"), **_dlami_fix(m))
     if entry.status != "supported":
         return Result("os.release", "os", "fail", f"{name}: {entry.status}",
-                      observed=observed, expected=expected, fix=entry.message,
-                      docs=m.doc("release_notes"))
+                      observed=observed, expected=expected, docs=m.doc("release_notes"),
+                      **_dlami_fix(m, entry.message))
     neuronx = facts.target.dist("torch-neuronx") if facts.target.usable else None
     if entry.wheels is False and neuronx is None:
         return Result("os.release", "os", "warn",
@@ -95,6 +95,18 @@ def os_arch(facts, m, ctx) -> Result:
                   fix="use an x86_64 Trn2/Trn3 instance and AMI")
 
 
+def _python_fix(facts, m, ctx, lead: str = "") -> dict:
+    text, cmd = fixes.get_python(facts, m, ctx)
+    return {"fix": lead + text + (f": {cmd}" if cmd else ""), "fix_command": cmd,
+            "fix_safe": bool(cmd) and "sudo" not in cmd and " && " not in cmd}
+
+
+def _dlami_fix(m, lead: str | None = None) -> dict:
+    text, cmd = fixes.dlami(m)
+    return {"fix": (f"{lead} " if lead else "") + text + (f": {cmd}" if cmd else ""),
+            "fix_command": cmd}
+
+
 @check("python.version", "python")
 def python_version(facts, m, ctx) -> Result:
     t = facts.target
@@ -102,8 +114,8 @@ def python_version(facts, m, ctx) -> Result:
     if not t.usable:
         return Result("python.version", "python", "fail", f"target interpreter unusable: "
                       f"{t.error}", observed={"path": t.path}, expected=expected,
-                      fix="pass --python with a working Python "
-                          f"{expected} (the training environment's interpreter)")
+                      **_python_fix(facts, m, ctx, "pass --python with the training "
+                                    "environment's interpreter, or "))
     observed = {"path": t.path, "version": t.version, "venv": t.venv, "prefix": t.prefix,
                 "chosen_by": t.chosen_by}
     where = f"{t.path} ({'venv' if t.venv else 'not a venv'}, chosen by {t.chosen_by})"
@@ -111,8 +123,7 @@ def python_version(facts, m, ctx) -> Result:
         return Result("python.version", "python", "fail",
                       f"Python {t.version} at {where} is outside {expected}",
                       observed=observed, expected=expected,
-                      fix="create a venv with a supported Python: neuron-env install --venv "
-                          "DIR --python /usr/bin/python3.12")
+                      **_python_fix(facts, m, ctx))
     if t.broken:
         return Result("python.version", "python", "warn",
                       f"Python {t.version} at {where}; {len(t.broken)} distribution(s) with "

@@ -4,6 +4,7 @@ registers every command."""
 
 from neuron_env.cli import (  # noqa: F401
     bootstrap,
+    bundle,
     collectives,
     doctor,
     engines,

@@ -8,6 +8,7 @@ chosen format (JSON mode always prints one JSON document), and exits with the ri
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -19,11 +20,13 @@ from neuron_env import __version__
 from neuron_env.errors import EXIT_INTERNAL, Interrupted, NeuronEnvError
 
 app = typer.Typer(
-    name="neuron-env", no_args_is_help=True, add_completion=False,
+    name="neuron-env", no_args_is_help=True, add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"],
+                      "max_content_width": shutil.get_terminal_size((100, 24)).columns},
     help="Check, install and smoke-test the AWS Neuron (TorchNeuron) PyTorch backend.",
     pretty_exceptions_enable=False, rich_markup_mode=None,
 )
-matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices: list, show, "
+matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices. List, show, "
                          "validate, import.")
 app.add_typer(matrix_app, name="matrix")
 
@@ -37,6 +40,7 @@ class DoctorFmt(str, Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    markdown = "markdown"
     nhc = "nhc"
     npd = "npd"
     prometheus = "prometheus"
@@ -56,16 +60,17 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 # -- options shared by several commands -------------------------------------------------------
 def matrix_option(help: str = "A bundled release (2.33) or a TOML file/directory."):
-    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", help=help)
+    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", metavar="RELEASE|PATH",
+                        help=help)
 
 
 def python_option(help: str = "Interpreter of the target environment (default "
                   "$NEURON_ENV_PYTHON, $VIRTUAL_ENV, python3)."):
-    return typer.Option(None, "--python", help=help)
+    return typer.Option(None, "--python", metavar="PATH", help=help)
 
 
 def root_option(help: str = "Read host files under DIR (a mounted image)."):
-    return typer.Option(None, "--root", help=help)
+    return typer.Option(None, "--root", metavar="DIR", help=help)
 
 
 def index_option(name: str, from_env: bool):
@@ -73,7 +78,7 @@ def index_option(name: str, from_env: bool):
     (never for rendered scripts, whose values must come from the command line only)."""
     flag, env = f"--{name}-index-url", f"NEURON_ENV_{name.upper()}_INDEX_URL"
     label = {"neuron": "Neuron", "pytorch": "PyTorch CPU"}[name]
-    return typer.Option(None, flag, envvar=env if from_env else None,
+    return typer.Option(None, flag, envvar=env if from_env else None, metavar="URL",
                         help=f"Mirror of the {label} index" + (f" (else ${env})." if from_env
                                                                else "."))
 
@@ -108,8 +113,9 @@ def split(values: list[str] | None) -> list[str]:
 
 # -- the boundary -----------------------------------------------------------------------------
 def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool = False,
-         interrupted: str = "interrupted") -> NoReturn:
-    """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit."""
+         interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
+    """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
+    `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
     from neuron_env.report.render import render
     from neuron_env.report.text import use_colour
 
@@ -119,18 +125,16 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        fail(Interrupted(interrupted), fmt, schema)
+        fail(Interrupted(interrupted), fmt, schema, reports)
     except Exception as e:  # the one place an exception becomes a message and an exit code
-        fail(e, fmt, schema)
+        fail(e, fmt, schema, reports)
     sys.stdout.write(text)
     raise typer.Exit(out.exit_code)
 
 
-def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
-    """Report an error the way the chosen format speaks, then exit with its code."""
-    import json
-
-    from neuron_env.report.envelope import error_envelope
+def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> NoReturn:
+    """Report an error the way the chosen format speaks (and into every --report), exit."""
+    from neuron_env.report.render import render_error, write_error_reports
     from neuron_env.util import redact
 
     if isinstance(err, NeuronEnvError):
@@ -143,12 +147,13 @@ def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
         payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
                    "hint": "this is a neuron-env bug: please report it", "traceback": tb}
         text = f"internal error: {type(err).__name__}: {err}\n{tb}"
+    if not getattr(err, "reports_written", False):
+        write_error_reports(reports, schema, code, payload)
     if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
         line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
         sys.stdout.write(redact.text(line)[:120] + "\n")
-    if fmt == "json":
-        doc = error_envelope(schema, code, payload)
-        sys.stdout.write(redact.text(json.dumps(doc, indent=2)) + "\n")
+    elif fmt != "text":
+        sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(redact.text(f"neuron-env: {text}\n"))
     raise typer.Exit(code)
 

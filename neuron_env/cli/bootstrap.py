@@ -50,7 +50,7 @@ def userdata(
     doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
                                     "'--tag-instance --publish-ssm /ami/neuron'."),
 ) -> None:
-    """A cloud-init user-data script (bash) on stdout: install, validate, leave a report."""
+    """Cloud-init user-data script on stdout. It installs, validates, leaves a report."""
     emit(lambda: _rendered(
         "userdata", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, smoke=smoke, retries=retries,
@@ -75,7 +75,7 @@ def imagebuilder_component(
     neuron_index_from: str = index_from_option("neuron"),
     pytorch_index_from: str = index_from_option("pytorch"),
 ) -> None:
-    """An EC2 Image Builder component (YAML) on stdout: build, validate, test phases."""
+    """EC2 Image Builder component on stdout. YAML: build, validate, test phases."""
     emit(lambda: _rendered(
         "component", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, instance_type=instance_type,

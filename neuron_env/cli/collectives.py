@@ -35,7 +35,7 @@ def collectives(
                                   "torchrun/srun (what --print-launch prints)."),
     format: DoctorFmt = typer.Option(DoctorFmt.text, "--format", help="text, json or junit."),
 ) -> None:
-    """torch.distributed readiness: every collective checked exactly, nccl-tests bandwidths."""
+    """Check torch.distributed collectives. Each checked exactly; nccl-tests bandwidths."""
     from neuron_env.collectives.options import CollectivesOptions, parse_ops, parse_sizes
     from neuron_env.commands import collectives as cmd
 

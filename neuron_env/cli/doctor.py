@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from neuron_env.cli.app import (
@@ -16,26 +18,71 @@ from neuron_env.cli.app import (
     split,
 )
 
+EXAMPLES = """\b
+Examples:
+  neuron-env doctor                                  # this host, the default target python
+  neuron-env doctor --python ~/venv/bin/python -v    # a training environment, in detail
+  neuron-env doctor --fix --yes                      # run the safe fixes, then check again
+  neuron-env doctor --format markdown > issue.md     # for a GitHub issue or a support case
+  neuron-env doctor --report junit:/tmp/d.xml --report json:/tmp/d.json --wait 120
+  neuron-env doctor --waive driver.packages --reason "AMI pins them" --until 2026-12-31
+  neuron-env doctor --list-checks --format json"""
 
-@app.command()
+
+def _confirm(commands: list[str], yes: bool) -> bool:
+    say = "\n".join(f"  {c}" for c in commands)
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        sys.stderr.write(f"doctor --fix would run:\n{say}\n(no TTY to confirm: pass --yes)\n")
+        return False
+    sys.stderr.write(f"doctor --fix will run:\n{say}\n")
+    return typer.confirm("Run them?", default=False, err=True)
+
+
+def _waivers(waive, reason, until, waivers_file):
+    from neuron_env.checks import waivers as w
+
+    found = w.from_flags(split(waive), list(reason or ()), list(until or ()))
+    return tuple(found + (w.from_file(waivers_file) if waivers_file else []))
+
+
+@app.command(epilog=EXAMPLES)
 def doctor(
     matrix: str = matrix_option(),
     python: str = python_option("Interpreter of the environment to check (default "
                                 "$NEURON_ENV_PYTHON, $VIRTUAL_ENV, python3)."),
     root: str = root_option(),
-    instance_type: str = typer.Option(None, "--instance-type", help="The instance type the "
-                                      "environment is meant for (reported as assumed)."),
+    instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE", help="The "
+                                      "instance type the environment is meant for (assumed)."),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail the run."),
-    only: list[str] = typer.Option(None, "--only", help="Run only these check ids/categories."),
-    skip: list[str] = typer.Option(None, "--skip", help="Skip these check ids/categories."),
-    format: DoctorFmt = typer.Option(DoctorFmt.text, "--format"),
-    report: list[str] = typer.Option(None, "--report", help="Also write FORMAT:PATH "
-                                     "(repeatable), e.g. junit:/tmp/doctor.xml."),
+    only: list[str] = typer.Option(None, "--only", metavar="ID,..", help="Run only these "
+                                   "check ids/categories."),
+    skip: list[str] = typer.Option(None, "--skip", metavar="ID,..", help="Skip these check "
+                                   "ids/categories."),
+    format: DoctorFmt = typer.Option(DoctorFmt.text, "--format", help="Output on stdout."),
+    report: list[str] = typer.Option(None, "--report", metavar="FORMAT:PATH", help="Also "
+                                     "write a report (repeatable), on every exit."),
+    fix: bool = typer.Option(False, "--fix", help="Run the fixes that are safe to run (asks on "
+                             "a TTY), then check again; print the rest."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: never ask."),
+    waive: list[str] = typer.Option(None, "--waive", metavar="ID", help="Accept this check's "
+                                    "problem (needs --reason; recorded in the reports)."),
+    reason: list[str] = typer.Option(None, "--reason", metavar="TEXT", help="Why it is "
+                                     "waived."),
+    until: list[str] = typer.Option(None, "--until", metavar="YYYY-MM-DD", help="The waiver "
+                                    "expires after this date (loudly)."),
+    waivers_file: str = typer.Option(None, "--waivers", metavar="FILE", help="TOML file of "
+                                     "[[waiver]] id/reason/until."),
+    wait: float = typer.Option(0.0, "--wait", metavar="SECONDS", min=0, help="Re-check while "
+                               "something fails, up to SECONDS (first boot)."),
+    list_checks: bool = typer.Option(False, "--list-checks", help="List every check and "
+                                     "exit."),
     aws: bool = typer.Option(False, "--aws", help="Compare with EC2 DescribeInstanceTypes."),
     smoke: bool = typer.Option(False, "--smoke", help="Also run the device smoke test "
                                "(smoke.device)."),
-    smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", callback=seconds,
-                                        help="Its hard limit (s)."),
+    smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", metavar="SECONDS",
+                                        callback=seconds, help="Its hard limit."),
     neuron_index_url: str = index_option("neuron", from_env=True),
     pytorch_index_url: str = index_option("pytorch", from_env=True),
     tag_instance: bool = typer.Option(False, "--tag-instance", help="Write the status and "
@@ -48,21 +95,29 @@ def doctor(
     slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
                                      "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
-    """Check this host (or --root image) and environment against the version matrix."""
+    """Check this host against the version matrix. The environment, driver and devices too."""
+    if list_checks:
+        from neuron_env.commands import list_checks as lc
+
+        emit(lambda: lc.run(matrix), format.value, lc.SCHEMA)
+
     def produce():
         # start the target probe first: it runs while the rest of neuron-env is imported
-        from neuron_env.probes.interpreter import start_probe
+        from neuron_env.probes.facts import start_target
 
-        started = start_probe(python)
-        from neuron_env.commands.doctor import DoctorOptions, run, write_reports
+        started = start_target(python)
+        from neuron_env.commands.doctor import DoctorOptions, run_waiting, write_reports
 
-        rep = run(DoctorOptions(
+        opts = DoctorOptions(
             matrix=matrix, python=python, root=root, instance_type=instance_type,
             only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
             smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
-            publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ())),
-            started=started)
+            publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
+            waivers=_waivers(waive, reason, until, waivers_file), wait=wait)
+        rep = run_waiting(opts, started)
+        if fix:
+            rep = _fix(rep, opts, yes)
         if slurm_drain:
             from neuron_env.fleet.slurm import drain_or_resume
 
@@ -70,4 +125,18 @@ def doctor(
         write_reports(rep, tuple(report or ()), verbose)
         return rep
 
-    emit(produce, format.value, "neuron-env.doctor/1", verbose=verbose)
+    emit(produce, format.value, "neuron-env.doctor/1", verbose=verbose,
+         reports=tuple(report or ()))
+
+
+def _fix(rep, opts, yes: bool):
+    from dataclasses import replace
+
+    from neuron_env.commands import doctor_fix
+    from neuron_env.commands.doctor import run
+
+    done = doctor_fix.apply(rep, lambda cmds: _confirm(cmds, yes),
+                            lambda line: sys.stderr.write(line + "\n"))
+    if any(d["ran"] for d in done):
+        rep = run(opts)  # check again: the report describes the host after the fixes
+    return replace(rep, extra=dict(rep.extra, fixes=done))

@@ -34,7 +34,7 @@ def slurm_healthcheck(
     prolog: bool = typer.Option(False, "--prolog", help="Also run it as the job Prolog."),
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
-    """The Slurm HealthCheckProgram/Prolog script (drains failing nodes), or --slurm-conf."""
+    """Slurm HealthCheckProgram/Prolog script. It drains failing nodes; or --slurm-conf."""
     def produce():
         from neuron_env.commands.fleet import slurm_healthcheck as render
 
@@ -54,7 +54,7 @@ def k8s_manifests(
     doctor_args: str = typer.Option("", "--doctor-args", help="Extra doctor arguments."),
     format: Fmt = typer.Option(Fmt.text, "--format", help="text: YAML; json: a v1 List."),
 ) -> None:
-    """node-problem-detector config + DaemonSet for nodes labelled neuron.amazonaws.com/present."""
+    """Kubernetes manifests: NPD config, DaemonSet. For nodes with Neuron devices."""
     def produce():
         from neuron_env.commands.fleet import k8s_manifests as render
         from neuron_env.fleet.k8s import NPD_IMAGE

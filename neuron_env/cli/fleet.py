@@ -8,7 +8,7 @@ import typer
 
 from neuron_env.cli.app import app, emit
 
-fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes: run doctor through SSM "
+fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
 app.add_typer(fleet_app, name="fleet")
 SCHEMA = "neuron-env.fleet/1"

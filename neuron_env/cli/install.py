@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import typer
 
 from neuron_env.cli.app import (
@@ -18,31 +20,28 @@ INTERRUPTED = ("install interrupted; nothing more was changed (an install alread
                "marked incomplete: re-run to repair)")
 
 
-def _installer(value: str | None) -> str | None:
-    """Checked while parsing, before anything (a venv) is created."""
-    if value is not None and value not in ("pip", "uv"):
-        raise typer.BadParameter(f"{value!r} is not one of pip, uv (use --installer pip or "
-                                 "--installer uv)")
-    return value
+Backend = Enum("Backend", {v: v for v in ("neuron", "emulated")}, type=str)
+Installer = Enum("Installer", {v: v for v in ("pip", "uv")}, type=str)
 
 
-@app.command()
+@app.command(epilog="\b\nExamples:\n  neuron-env install --venv ~/neuron-venv --python "
+             "/usr/bin/python3.12\n  neuron-env install --python ~/venv/bin/python --dry-run\n"
+             "  neuron-env install --backend emulated --venv /tmp/rehearsal --yes")
 def install(
     matrix: str = matrix_option("A bundled release (2.33) or a TOML file."),
     python: str = python_option("Interpreter of the environment to install into (or to "
                                 "create --venv with)."),
-    root: str = typer.Option(None, "--root", help="Read host files (OS) under DIR."),
+    root: str = typer.Option(None, "--root", metavar="DIR", help="Read host files (OS) under DIR."),
     torch: str = typer.Option(None, "--torch", help="The torch pair: 2.14 or 2.13 (default: "
                               "the newest for the target's Python)."),
-    backend: str = typer.Option("neuron", "--backend", help="neuron (torch-neuronx) or "
+    backend: Backend = typer.Option(Backend.neuron, "--backend", help="neuron (torch-neuronx) or "
                                 "emulated (the CPU-emulated device shipped with neuron-env)."),
-    venv: str = typer.Option(None, "--venv", help="Install into this venv; created (with "
-                             "--python) when it does not exist."),
-    installer: str = typer.Option(None, "--installer", callback=lambda v: _installer(v),
-                                  help="pip or uv (default: uv where "
-                                  "installed, else pip). Resolution always uses pip --report."),
-    find_links: list[str] = typer.Option(None, "--find-links", help="A wheelhouse directory "
-                                         "(repeatable)."),
+    venv: str = typer.Option(None, "--venv", metavar="DIR", help="Install into this venv; "
+                             "created (with --python) when it does not exist."),
+    installer: Installer = typer.Option(None, "--installer", help="Default: uv where installed, "
+                                  "else pip. Resolution always uses pip --report."),
+    find_links: list[str] = typer.Option(None, "--find-links", metavar="DIR", help="A "
+                                         "wheelhouse directory (repeatable)."),
     offline: bool = typer.Option(False, "--offline", help="No index: only --find-links."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing."),
     force: bool = typer.Option(False, "--force", help="Install even where the matrix says the "
@@ -59,12 +58,13 @@ def install(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
-    """Install the matching backend into a target environment, from the right indexes."""
+    """Install the matching backend. Into a target environment, from the right indexes."""
     from neuron_env.commands.install import SCHEMA, InstallOptions, run
 
     emit(lambda: run(InstallOptions(
-        matrix=matrix, python=python, root=root, torch=torch, backend=backend, venv=venv,
-        installer=installer, find_links=tuple(find_links or ()), offline=offline,
+        matrix=matrix, python=python, root=root, torch=torch, backend=backend.value, venv=venv,
+        installer=installer.value if installer else None,
+        find_links=tuple(find_links or ()), offline=offline,
         dry_run=dry_run, force=force, yes=yes, neuron_index_url=neuron_index_url,
         pytorch_index_url=pytorch_index_url, timeout=timeout, lock_timeout=lock_timeout,
         quiet=quiet)), format.value, SCHEMA, verbose=verbose, interrupted=INTERRUPTED)

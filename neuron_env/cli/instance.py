@@ -7,7 +7,8 @@ import typer
 from neuron_env.cli.app import Fmt, app, emit, matrix_option, root_option
 
 
-@app.command()
+@app.command(epilog="\b\nExamples:\n  neuron-env instance            # this instance\n"
+             "  neuron-env instance trn2.48xlarge --aws --dlami ubuntu-24.04")
 def instance(
     type_: str = typer.Argument(None, metavar="[TYPE]", help="e.g. trn2.48xlarge (default: "
                                 "this instance)."),
@@ -18,7 +19,7 @@ def instance(
     root: str = root_option(),
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
-    """The Neuron facts of an instance type: devices, cores, memory; EC2's view; the DLAMI."""
+    """An instance type's Neuron facts. Devices, cores, memory; EC2's view; the DLAMI."""
     from neuron_env.commands import instance as cmd
     from neuron_env.report.model import Document
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import typer
 
 from neuron_env.cli.app import Fmt, app, emit, seconds, tolerance
 
+Device = Enum("Device", {v: v for v in ("neuron", "cpu", "cuda")}, type=str)
+Dtype = Enum("Dtype", {v: v for v in ("float32", "bfloat16")}, type=str)
 
-@app.command()
+
+@app.command(epilog="\b\nExamples:\n  neuron-env smoke --python ~/venv/bin/python\n"
+             "  neuron-env smoke --dtype bfloat16 --backward --timeout 900 --format json")
 def smoke(
     python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
-    device: str = typer.Option("neuron", "--device", help="neuron, cpu or cuda."),
+    device: Device = typer.Option(Device.neuron, "--device", help="Where to compute."),
     size: int = typer.Option(1024, "--size", min=1, help="Matmul size N (N x N)."),
-    dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16."),
+    dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The matmul dtype."),
     rtol: float = typer.Option(None, "--rtol", callback=tolerance,
                                help="Override the dtype's relative tolerance."),
     atol: float = typer.Option(None, "--atol", callback=tolerance,
@@ -25,12 +31,13 @@ def smoke(
                                   help="Hard limit for the whole run (s)."),
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
-    """Compute on the device: matmul vs CPU, first call vs steady state, CPU-fallback ops."""
+    """Compute on the device, compare with CPU. First call vs steady state, fallback ops."""
     from neuron_env.commands.smoke import SCHEMA
     from neuron_env.commands.smoke import smoke as run_smoke
     from neuron_env.smoke.runner import SmokeOptions
 
     emit(lambda: run_smoke(python, SmokeOptions(
-        device=device, size=size, dtype=dtype, rtol=rtol, atol=atol, iterations=iterations,
+        device=device.value, size=size, dtype=dtype.value, rtol=rtol, atol=atol,
+        iterations=iterations,
         backward=backward, compile=compile, no_fallback=no_fallback, timeout=timeout)),
         format.value, SCHEMA)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from neuron_env import checks
+from neuron_env.checks import waivers
 from neuron_env.commands import TOOL
 from neuron_env.install.manifest import index_overrides
 from neuron_env.matrix import catalog
@@ -14,6 +16,7 @@ from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, exit_code
 
 SCHEMA = "neuron-env.doctor/1"
+WAIT_INTERVAL = 5.0  # seconds between --wait attempts
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class DoctorOptions:
     publish_ssm: str | None = None
     strict_publish: bool = False
     reports: tuple[str, ...] = ()  # --report FORMAT:PATH, as given
+    waivers: tuple = ()  # checks.waivers.Waiver, from --waive/--waivers
+    wait: float = 0.0  # --wait SECONDS: re-check failing checks until they pass
 
 
 def _check_root(root: str | None) -> None:
@@ -68,7 +73,7 @@ def run(opts: DoctorOptions, started=None) -> Report:
 
         facts = with_aws_facts(facts)
     ctx = checks.Context(
-        python_flag=opts.python, matrix_flag=opts.matrix,
+        python_flag=opts.python, matrix_flag=opts.matrix, own_prefix=sys.prefix,
         index_overrides=index_overrides(matrix, {"neuron": opts.neuron_index_url,
                                                  "pytorch-cpu": opts.pytorch_index_url}))
     results = checks.run_checks(facts, matrix, ctx, ids)
@@ -78,6 +83,7 @@ def run(opts: DoctorOptions, started=None) -> Report:
         results.append(instance_aws(facts, matrix, ctx))
     if "smoke.device" in ids:
         results.append(_smoke(facts, opts))
+    results, waived = waivers.apply(results, list(opts.waivers))
     code = exit_code(results, opts.strict)
     if opts.tag_instance or opts.publish_ssm:
         from neuron_env.aws.publish import publish
@@ -92,21 +98,52 @@ def run(opts: DoctorOptions, started=None) -> Report:
         schema=SCHEMA, tool=TOOL,
         matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
         target=facts.serialize(), results=tuple(results), exit_code=code,
-        extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
+        extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3),
+               **({"waivers": waived} if waived else {})},
     )
 
 
+def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:
+    """--wait SECONDS: run again while something fails (first boot: the driver is still
+    loading) until everything passes or the time is up; every attempt is recorded."""
+    t0 = time.monotonic()
+    rep = run(opts, started)
+    attempts = [_attempt(rep, t0)]
+    while opts.wait > 0 and rep.exit_code == 1:
+        left = opts.wait - (time.monotonic() - t0)
+        if left <= 0:
+            break
+        sleep(min(WAIT_INTERVAL, left))
+        rep = run(opts)
+        attempts.append(_attempt(rep, t0))
+    if opts.wait <= 0:
+        return rep
+    extra = dict(rep.extra, elapsed_s=round(time.monotonic() - t0, 3),
+                 wait={"seconds": opts.wait, "attempts": attempts})
+    return replace(rep, extra=extra)
+
+
+def _attempt(rep: Report, t0: float) -> dict:
+    return {"at_s": round(time.monotonic() - t0, 3), "exit_code": rep.exit_code,
+            "failing": [r.id for r in rep.results if r.status in ("fail", "error")]}
+
+
 def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
-    """Write every --report FORMAT:PATH (atomically); an unwritable path is exit 2."""
+    """Write every --report FORMAT:PATH (atomically) that can be written; an unwritable path
+    is exit 2, and the reports already written keep the run's result."""
     from neuron_env.errors import ConfigurationError
     from neuron_env.report.render import parse_report_specs, render, write_atomic
 
+    failed = []
     for fmt, path in parse_report_specs(list(specs)):
         try:
             write_atomic(path, render(rep, fmt, verbose=verbose))
         except OSError as e:
-            raise ConfigurationError(f"--report {fmt}:{path}: cannot write: "
-                                     f"{e.strerror or e}") from None
+            failed.append(f"--report {fmt}:{path}: cannot write: {e.strerror or e}")
+    if failed:
+        err = ConfigurationError("; ".join(failed))
+        err.reports_written = True  # the boundary must not overwrite the good ones
+        raise err
 
 
 def _smoke(facts, opts: DoctorOptions):

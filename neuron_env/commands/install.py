@@ -83,13 +83,16 @@ def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
     return resolve_target(opts.python)[0], str(d)
 
 
-def _confirm(plan_text: str, opts: InstallOptions) -> None:
+def _confirm(plan_text: str, opts: InstallOptions) -> float:
+    """Ask on a TTY; the seconds spent at the prompt (elapsed_s leaves them out)."""
     if opts.yes or opts.dry_run or not (sys.stdin.isatty() and sys.stderr.isatty()):
-        return
+        return 0.0
+    start = time.monotonic()
     sys.stderr.write(plan_text + "Proceed? [y/N] ")
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise UsageError("install cancelled at the prompt", hint="--yes skips the prompt")
+    return time.monotonic() - start
 
 
 def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
@@ -129,7 +132,7 @@ def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
         extra["installer"] = inst.serialize() if inst else None
         extra["commands"] = _commands(plan, inst, create)
         return _report(matrix, facts, results, extra, t0)
-    _confirm(plan_text(plan, create), opts)
+    t0 += _confirm(plan_text(plan, create), opts)  # time at the prompt is not install time
     if create:
         from neuron_env.install import venv
 

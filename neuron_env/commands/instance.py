@@ -10,6 +10,7 @@ from neuron_env.matrix import catalog
 from neuron_env.matrix.model import family_of
 
 SCHEMA = "neuron-env.instance/1"
+NEURON_NAME = re.compile(r"^(trn|inf)\d")  # the names Neuron families take
 TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
@@ -40,6 +41,11 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
         raise UsageError(f"{type_!r} is not an EC2 instance type",
                          hint="e.g. neuron-env instance trn2.48xlarge")
     fam, t = m.instance_type(type_)
+    if fam is None and NEURON_NAME.match(family_of(type_)):  # trn9, inf7: a typo, not a fact
+        known = ", ".join(f.family for f in m.instances)
+        raise UsageError(f"{family_of(type_)} is not a Neuron instance family that Neuron "
+                         f"{m.release} knows", hint=f"known families: {known}; e.g. "
+                                                    "neuron-env instance trn2.48xlarge")
     doc = {"schema": SCHEMA, "tool": TOOL, "matrix": {"release": m.release},
            "instance_type": type_, "source": source,
            "family": None if fam is None else {
@@ -48,7 +54,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
            "matrix_facts": None if t is None else {
                "devices": t.devices, "cores_per_device": t.cores_per_device,
                "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed},
-           "aws": None, "dlami": None, "warnings": []}
+           "aws": None, "dlami": None, "warnings": [], "exit_code": 0}
     if fam is None:
         doc["warnings"].append(f"{family_of(type_)} is not a Neuron family in Neuron "
                                f"{m.release}'s matrix")

@@ -21,6 +21,8 @@ class HostFacts:
     driver: DriverFacts
     neuron_ls: NeuronLsFacts | None  # None under --root: it would describe the real host
     aws: object | None = None  # aws.NeuronInfo, with --aws
+    pythons: tuple[tuple[str, str], ...] = ()  # (path, X.Y) found on the host (fix lines)
+    uv: str | None = None  # uv on PATH (fix lines)
 
     def serialize(self) -> dict:
         t = self.target
@@ -44,6 +46,7 @@ class HostFacts:
                        "apt_packages": dict(self.driver.packages)},
             "neuron_ls": None if self.neuron_ls is None else {
                 "path": self.neuron_ls.path, "error": self.neuron_ls.error,
+                "args": self.neuron_ls.args,
                 "devices": None if self.neuron_ls.devices is None else len(self.neuron_ls.devices)},
         }
 
@@ -51,12 +54,31 @@ class HostFacts:
 def gather(root: Root, python: str | None, instance_type: str | None,
            want_neuron_ls: bool = True, started=None) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
-    target = started or start_probe(python)
+    target = started or start_target(python)
     arch, arch_source = probe_arch(root)
     instance = probe_instance(root, instance_type)
     os_facts = probe_os(root)
     driver = probe_driver(root)
     neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
+    from neuron_env.probes.pythons import find_pythons, find_uv
+
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=finish_probe(*target), driver=driver,
-                     neuron_ls=neuron_ls)
+                     arch_source=arch_source, target=_finish(target), driver=driver,
+                     neuron_ls=neuron_ls, pythons=find_pythons(), uv=find_uv())
+
+
+def start_target(python: str | None):
+    """The target probe, started (finish it with gather); an interpreter that does not exist is
+    a TargetFacts with the error: a failing python.version result like a broken one."""
+    from neuron_env.errors import InterpreterError
+
+    try:
+        return start_probe(python)
+    except InterpreterError as e:
+        return TargetFacts(path=python or "python3", chosen_by="--python" if python else
+                           "default", error=e.message + (f" ({e.hint})" if e.hint else ""))
+
+
+def _finish(target) -> TargetFacts:
+    """A started probe, or the TargetFacts of an interpreter that could not be started."""
+    return target if isinstance(target, TargetFacts) else finish_probe(*target)

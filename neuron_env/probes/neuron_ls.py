@@ -1,9 +1,12 @@
-"""`neuron-ls -j` on the running host: a failing or hanging neuron-ls is a finding, not a crash."""
+"""`neuron-ls` as JSON on the running host: a failing or hanging neuron-ls is a finding, not a
+crash. Neuron 2.34 drops `-j` for `--output-format json`: `-j` first (every release up to
+2.33 has it), the new flag when `-j` is refused as an option; which one answered is recorded."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 
@@ -11,6 +14,9 @@ from neuron_env.util import proc
 
 TIMEOUT = 5.0
 FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
+FLAGS = (("-j",), ("--output-format", "json"))
+BAD_OPTION = re.compile(r"unrecognized|unknown (option|flag|shorthand)|invalid option|"
+                        r"no such option|usage:", re.I)
 
 
 @dataclass(frozen=True)
@@ -19,10 +25,16 @@ class NeuronLsFacts:
     devices: tuple[dict, ...] | None = None
     error: str | None = None
     timed_out: bool = False
+    args: str | None = None  # the JSON flag that was used: "-j" or "--output-format json"
 
     @property
     def ran(self) -> bool:
         return self.path is not None
+
+
+def _refused(res: proc.Completed) -> bool:
+    """`-j` rejected as an option (argparse exits 2; cobra says 'unknown shorthand flag')."""
+    return res.returncode == 2 or bool(BAD_OPTION.search(res.stdout + res.stderr))
 
 
 def probe_neuron_ls() -> NeuronLsFacts:
@@ -30,21 +42,30 @@ def probe_neuron_ls() -> NeuronLsFacts:
     if path is None:
         return NeuronLsFacts(None, error="neuron-ls not found (aws-neuronx-tools not installed, "
                                          "or /opt/aws/neuron/bin not on PATH)")
-    res = proc.run([path, "-j"], timeout=TIMEOUT)
+    for flags in FLAGS:
+        res = proc.run([path, *flags], timeout=TIMEOUT)
+        if res.timed_out or res.error or res.returncode == 0 or not _refused(res):
+            break
+    return _judge(path, " ".join(flags), res)
+
+
+def _judge(path: str, args: str, res: proc.Completed) -> NeuronLsFacts:
+    cmd = f"neuron-ls {args}"
     if res.timed_out:
-        return NeuronLsFacts(path, error=f"neuron-ls -j hung (killed after {TIMEOUT:.0f}s): the "
-                                         "driver or a device may be stuck", timed_out=True)
+        return NeuronLsFacts(path, error=f"{cmd} hung (killed after {TIMEOUT:.0f}s): the "
+                                         "driver or a device may be stuck", timed_out=True,
+                             args=args)
     if res.error:
-        return NeuronLsFacts(path, error=f"neuron-ls could not run: {res.error}")
+        return NeuronLsFacts(path, error=f"neuron-ls could not run: {res.error}", args=args)
     if res.returncode != 0:
-        return NeuronLsFacts(path, error=f"neuron-ls -j exited {res.returncode}: "
-                                         f"{res.tail(300) or '(no output)'}")
+        return NeuronLsFacts(path, error=f"{cmd} exited {res.returncode}: "
+                                         f"{res.tail(300) or '(no output)'}", args=args)
     try:
         data = json.loads(res.stdout)
     except ValueError as e:
-        return NeuronLsFacts(path, error=f"neuron-ls -j printed malformed JSON ({e}): "
-                                         f"{res.stdout[:120]!r}")
+        return NeuronLsFacts(path, error=f"{cmd} printed malformed JSON ({e}): "
+                                         f"{res.stdout[:120]!r}", args=args)
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        return NeuronLsFacts(path, error="neuron-ls -j printed JSON that is not a list of "
-                                         f"devices: {res.stdout[:120]!r}")
-    return NeuronLsFacts(path, devices=tuple(data))
+        return NeuronLsFacts(path, error=f"{cmd} printed JSON that is not a list of "
+                                         f"devices: {res.stdout[:120]!r}", args=args)
+    return NeuronLsFacts(path, devices=tuple(data), args=args)

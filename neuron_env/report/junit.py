@@ -1,4 +1,7 @@
-"""JUnit XML: one testcase per check, so Image Builder/Packer/CI dashboards show each one."""
+"""JUnit XML: one testcase per check, so Image Builder/Packer/CI dashboards show each one.
+
+JUnit has no "warning": a warning is a passed testcase whose name ends in " [WARN]", with a
+`status` property and its text in system-out; under --strict every warning is a failure."""
 
 from __future__ import annotations
 
@@ -8,36 +11,84 @@ import xml.etree.ElementTree as ET
 from neuron_env.report.model import Report
 from neuron_env.util.text import xml_safe
 
+HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
 
-def render(report: Report, suite: str = "neuron-env.doctor") -> str:
+
+def _suite(root: ET.Element, name: str, **attrs: str) -> ET.Element:
+    return ET.SubElement(root, "testsuite", name=name, **attrs)
+
+
+def _body(r) -> str:
+    return "\n".join(x for x in (
+        r.summary,
+        f"observed: {json.dumps(r.observed, default=str)}" if r.observed is not None else "",
+        f"expected: {json.dumps(r.expected, default=str)}" if r.expected is not None else "",
+        f"fix: {r.fix}" if r.fix else "", f"fix_command: {r.fix_command}" if r.fix_command
+        else "", f"docs: {r.docs}" if r.docs else "",
+        f"waived: {r.waiver['reason']} (until {r.waiver.get('until') or 'no date'})"
+        if r.waiver else "") if x)
+
+
+def _case(ts: ET.Element, r, strict: bool) -> bool:
+    """Add one testcase; True when it counts as a failure."""
+    warn = r.status == "warn"
+    tc = ET.SubElement(ts, "testcase", classname=f"neuron-env.{r.category}",
+                       name=r.id + (" [WARN]" if warn else ""),
+                       time=f"{r.duration_s or 0:.6f}")
+    props = ET.SubElement(tc, "properties")
+    ET.SubElement(props, "property", name="status", value=r.status)
+    if r.waiver:
+        ET.SubElement(props, "property", name="waived", value=r.waiver["reason"])
+    body = _body(r)
+    if r.status == "fail" or (warn and strict):
+        ET.SubElement(tc, "failure", message=("WARNING (--strict): " if warn else "") + r.summary,
+                      type=r.status).text = body
+        return True
+    if r.status == "error":
+        ET.SubElement(tc, "error", message=r.summary, type="error").text = body
+    elif r.status == "skip":
+        ET.SubElement(tc, "skipped", message=r.summary).text = body
+    else:
+        ET.SubElement(tc, "system-out").text = ("WARNING: " if warn else "") + body
+    return False
+
+
+def render(report: Report) -> str:
     s = report.summary
+    strict = bool(report.extra.get("strict"))
     root = ET.Element("testsuites", name="neuron-env")
-    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(report.results)),
-                       errors=str(s["error"]), skipped=str(s["skip"]))
-    # under --strict a warning is what failed the run: show it as a failure
-    strict_warn = report.exit_code == 1 and s["fail"] == 0
-    failures = 0
+    elapsed = report.extra.get("elapsed_s") or sum(r.duration_s or 0 for r in report.results)
+    ts = _suite(root, report.schema.split("/")[0], tests=str(len(report.results)),
+                errors=str(s["error"]), skipped=str(s["skip"]), time=f"{elapsed:.3f}")
     props = ET.SubElement(ts, "properties")
     for k, v in (("matrix", (report.matrix or {}).get("release")),
-                 ("tool_version", report.tool.get("version")), ("exit_code", report.exit_code)):
+                 ("tool_version", report.tool.get("version")), ("exit_code", report.exit_code),
+                 ("strict", strict), ("warnings", s["warn"])):
         ET.SubElement(props, "property", name=k, value=str(v))
-    for r in report.results:
-        tc = ET.SubElement(ts, "testcase", classname=f"neuron-env.{r.category}", name=r.id)
-        body = "\n".join(x for x in (
-            r.summary,
-            f"observed: {json.dumps(r.observed, default=str)}" if r.observed is not None else "",
-            f"expected: {json.dumps(r.expected, default=str)}" if r.expected is not None else "",
-            f"fix: {r.fix}" if r.fix else "", f"docs: {r.docs}" if r.docs else "") if x)
-        if r.status == "fail" or (r.status == "warn" and strict_warn):
-            failures += 1
-            ET.SubElement(tc, "failure", message=r.summary, type=r.status).text = body
-        elif r.status == "error":
-            ET.SubElement(tc, "error", message=r.summary, type="error").text = body
-        elif r.status == "skip":
-            ET.SubElement(tc, "skipped", message=r.summary)
-        else:
-            ET.SubElement(tc, "system-out").text = body
+    failures = sum(_case(ts, r, strict) for r in report.results)
     ts.set("failures", str(failures))
+    root.set("tests", str(len(report.results)))
+    root.set("failures", str(failures))
+    root.set("errors", str(s["error"]))
+    root.set("time", f"{elapsed:.3f}")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(root, "unicode")) \
-        + "\n"
+    return HEADER + xml_safe(ET.tostring(root, "unicode")) + "\n"
+
+
+def render_error(doc: dict) -> str:
+    """The run failed before any check (exit 2/3/4): one errored testcase that says why, so the
+    dashboard shows the reason instead of an absent report."""
+    err = doc.get("error") or {}
+    root = ET.Element("testsuites", name="neuron-env", tests="1", failures="0", errors="1",
+                      time="0")
+    ts = _suite(root, str(doc.get("schema", "neuron-env")).split("/")[0], tests="1",
+                failures="0", errors="1", skipped="0", time="0")
+    props = ET.SubElement(ts, "properties")
+    ET.SubElement(props, "property", name="exit_code", value=str(doc.get("exit_code")))
+    tc = ET.SubElement(ts, "testcase", classname="neuron-env.run", name="neuron-env.run",
+                       time="0")
+    text = str(err.get("message", "")) + (f"\nhint: {err['hint']}" if err.get("hint") else "")
+    ET.SubElement(tc, "error", message=str(err.get("message", "")),
+                  type=str(err.get("code", "error"))).text = text
+    ET.indent(root)
+    return HEADER + ET.tostring(root, "unicode") + "\n"

@@ -41,6 +41,10 @@ class Result:
     docs: str | None = None
     details: dict[str, Any] | None = None
     timed_out: bool = False
+    fix_command: str | None = None  # the runnable shell line of `fix` (pastes into bash as is)
+    fix_safe: bool = False  # `doctor --fix` may run it: no sudo, touches the target env only
+    duration_s: float | None = None  # how long the check took (set by the check runner)
+    waiver: dict[str, Any] | None = None  # {reason, until, status, expired}: see checks/waivers
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -54,6 +58,13 @@ class Result:
             d["details"] = self.details
         if self.timed_out:
             d["timed_out"] = True
+        if self.fix_command:
+            d["fix_command"] = self.fix_command
+            d["fix_safe"] = self.fix_safe
+        if self.duration_s is not None:
+            d["duration_s"] = self.duration_s
+        if self.waiver:
+            d["waiver"] = self.waiver
         return d
 
 

@@ -12,9 +12,10 @@ from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
 
-FORMATS = ("text", "json", "junit")
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
-FORMATS = (*FORMATS, *ENGINE_FORMATS)
+# FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
+RENDERERS = {"junit": "junit", "markdown": "markdown", **{f: f for f in ENGINE_FORMATS}}
+FORMATS = ("text", "json", *RENDERERS)
 
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
@@ -32,19 +33,51 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
-    if fmt in ENGINE_FORMATS:
+    if fmt in RENDERERS:
         import importlib
 
-        return importlib.import_module(f"neuron_env.report.{fmt}").render(out)
-    if fmt == "junit":
-        from neuron_env.report import junit
-
-        return junit.render(out, suite=out.schema.split("/")[0])
+        return importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}").render(out)
     if out.view is not None:
         return out.view(out, verbose=verbose, colour=colour)
     from neuron_env.report import text
 
     return text.render(out, verbose=verbose, colour=colour)
+
+
+def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
+    """A failed command's document in `fmt`, so a pipeline that asked for JSON or JUnit always
+    gets one, even on exit 2 (text: the message and its hint)."""
+    from neuron_env.report.envelope import error_envelope
+
+    doc = error_envelope(schema, code, error)
+    if fmt == "json":
+        return redact.text(json.dumps(doc, indent=2, default=str)) + "\n"
+    if fmt in RENDERERS:
+        import importlib
+
+        mod = importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}")
+        if hasattr(mod, "render_error"):
+            return redact.text(mod.render_error(doc))
+    if fmt in ("nhc", "npd"):  # engines read one line
+        return redact.text(" ".join(f"ERROR: neuron-env: {error.get('message')}".split())
+                           [:120]) + "\n"
+    hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
+    text = f"error ({error.get('code')}): {error.get('message')}{hint}\n"
+    if fmt == "prometheus":  # comments only: the textfile collector still parses it
+        text = "".join(f"# {ln}\n" for ln in text.splitlines())
+    return redact.text(text)
+
+
+def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: int,
+                        error: dict) -> None:
+    """Every --report path gets a document on every exit: the error one when the run failed.
+    Best effort: a bad spec or an unwritable path is already the error being reported."""
+    for spec in specs:
+        fmt, sep, path = spec.partition(":")
+        if not sep or not path or fmt not in FORMATS:
+            continue
+        with contextlib.suppress(OSError):
+            write_atomic(Path(path), render_error(schema, code, error, fmt))
 
 
 def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:

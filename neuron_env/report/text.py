@@ -1,4 +1,5 @@
-"""The human report: grouped like `flutter doctor`, colour only on a TTY and never with NO_COLOR."""
+"""The human report: grouped like `flutter doctor`, colour on a TTY (or FORCE_COLOR), never with
+NO_COLOR set non-empty."""
 
 from __future__ import annotations
 
@@ -14,8 +15,14 @@ RANK = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
 
 
 def use_colour(stream=None) -> bool:
+    """no-color.org: a NON-EMPTY NO_COLOR turns colour off; FORCE_COLOR (non-empty, not 0)
+    turns it on without a TTY (CI logs that render ANSI); else only on a TTY."""
     stream = stream or sys.stdout
-    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    if os.environ.get("TERM") == "dumb":
         return False
     return hasattr(stream, "isatty") and stream.isatty()
 

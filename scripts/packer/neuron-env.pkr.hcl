@@ -5,6 +5,7 @@
 # --instance-type (device checks skip); run `neuron-env doctor --smoke` on a Trn2 launched from
 # the AMI (or use Image Builder's test phase) for the device test.
 packer {
+  required_version = ">= 1.10.0"
   required_plugins {
     amazon = {
       source  = "github.com/hashicorp/amazon"
@@ -67,11 +68,14 @@ build {
     ]
   }
 
-  # validate: doctor for the target type, without device checks on the build instance
+  # validate: doctor for the target type, without device checks on the build instance. Its exit
+  # code is kept, the reports are fetched, THEN a failed validation fails the build: the JUnit
+  # report is there exactly when it matters.
   provisioner "shell" {
     execute_command = "sudo -E bash -euo pipefail '{{ .Path }}'"
     inline = [
-      "/opt/neuron-env/bin/neuron-env doctor --python /opt/neuron-venv/bin/python --instance-type ${var.target_instance_type} --skip smoke --report json:/var/log/neuron-env/doctor-validate.json --report junit:/var/log/neuron-env/doctor-validate.xml",
+      "rc=0; /opt/neuron-env/bin/neuron-env doctor --python /opt/neuron-venv/bin/python --instance-type ${var.target_instance_type} --skip smoke --report json:/var/log/neuron-env/doctor-validate.json --report junit:/var/log/neuron-env/doctor-validate.xml || rc=$?",
+      "echo \"$rc\" > /var/log/neuron-env/doctor-validate.rc",
     ]
   }
 
@@ -79,5 +83,17 @@ build {
     direction   = "download"
     source      = "/var/log/neuron-env/doctor-validate.xml"
     destination = "reports/doctor-validate.xml"
+  }
+
+  provisioner "file" {
+    direction   = "download"
+    source      = "/var/log/neuron-env/doctor-validate.json"
+    destination = "reports/doctor-validate.json"
+  }
+
+  provisioner "shell" {
+    inline = [
+      "rc=$(cat /var/log/neuron-env/doctor-validate.rc); [ \"$rc\" = 0 ] || { echo \"neuron-env doctor failed (exit $rc): see reports/doctor-validate.xml\" >&2; exit \"$rc\"; }",
+    ]
   }
 }

@@ -192,7 +192,6 @@ def test_imds_hang_keeps_doctor_fast(tmp_path, py312_env):
 
 # -- configuration errors: exit 2, JSON stays JSON -------------------------------------------------
 @pytest.mark.parametrize("args, words", [
-    (["--python", "/nonexistent/bin/python"], "does not exist"),
     (["--root", "/nonexistent-root"], "--root /nonexistent-root"),
     (["--matrix", "9.99"], "no such release"),
     (["--only", "bogus.check"], "unknown check id"),

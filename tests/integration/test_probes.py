@@ -254,6 +254,24 @@ def test_neuron_ls(tmp_path, monkeypatch, body, words):
         assert words in f.error and f.devices is None
 
 
+@pytest.mark.parametrize("refusal", [
+    "echo 'neuron-ls: error: unrecognized arguments: -j' >&2; exit 2",
+    "echo 'Error: unknown shorthand flag: j in -j' >&2; exit 1",
+])
+def test_neuron_ls_234_output_format_json(tmp_path, monkeypatch, refusal):
+    """Neuron 2.34's neuron-ls refuses -j and speaks --output-format json: both work, and which
+    one answered is recorded."""
+    body = (f'if [ "$1" = "-j" ]; then {refusal}; fi\n'
+            f'[ "$1 $2" = "--output-format json" ] || exit 9\ncat <<\'EOF\'\n{NEURON_LS_OK}\nEOF\n')
+    _script(tmp_path / "neuron-ls", "#!/bin/sh\n" + body)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    f = probe_neuron_ls()
+    assert f.error is None and f.devices[0]["nc_count"] == 8
+    assert f.args == "--output-format json"
+    _script(tmp_path / "neuron-ls", f"#!/bin/sh\ncat <<'EOF'\n{NEURON_LS_OK}\nEOF\n")
+    assert probe_neuron_ls().args == "-j"
+
+
 def test_neuron_ls_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr("neuron_env.probes.neuron_ls.FALLBACK", str(tmp_path / "none"))

@@ -157,7 +157,7 @@ def test_origin_unfinished_install_fails_with_rerun_fix():
     m = dict(_manifest(status="incomplete"), error="interrupted (Ctrl-C or SIGTERM)")
     r = run(host(tgt=target(manifest=m)), only=["backend.origin"])["backend.origin"]
     assert r.status == "fail" and "did not finish" in r.summary and "interrupted" in r.summary
-    assert r.fix.startswith("neuron-env install") and "uninstall" not in r.fix
+    assert r.fix_command.startswith("neuron-env install") and "uninstall" not in r.fix
 
 
 def test_origin_trusts_the_index_recorded_at_install_for_a_mirror():

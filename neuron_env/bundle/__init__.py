@@ -1,0 +1,1 @@
+"""The support bundle: what a GitHub issue or an AWS support case needs, in one archive."""

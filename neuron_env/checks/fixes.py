@@ -1,0 +1,115 @@
+"""Fix lines people paste: each is a whole, runnable shell sequence (bash -n clean, no prose in
+it), or None with the reason said in prose. Pure: facts + matrix -> text."""
+
+from __future__ import annotations
+
+import shlex
+
+from neuron_env.matrix.model import fmt_spec
+
+APT_REPO = "https://apt.repos.neuron.amazonaws.com"
+APT_KEY = f"{APT_REPO}/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB"
+KEYRING = "/etc/apt/keyrings/neuron.gpg"
+DEFAULT_VENV = "~/neuron-venv"
+APT_FAMILY = ("ubuntu",)
+
+
+def apt_packages(m, names: list[str] | None = None) -> list[str]:
+    """The release's apt packages, pinned (`name=VERSION*`) where the matrix pins them."""
+    out = []
+    for a in m.driver.apt:
+        if names is not None and a.name not in names:
+            continue
+        out.append(f"{a.name}={a.version}*" if getattr(a, "version", None) else a.name)
+    return out
+
+
+def apt_install(facts, m, names: list[str] | None = None) -> str | None:
+    """Set up the Neuron apt repository for the host's codename, then install; None where the
+    host is not apt-based (the prose then says what to do by hand)."""
+    o = facts.os
+    if o.id not in APT_FAMILY or m.os_entry(o.id or "", o.version_id or "") is None:
+        return None  # the Neuron apt repository has no suite for it
+    codename = o.codename or '$(. /etc/os-release && echo "$VERSION_CODENAME")'
+    headers = names is None or "aws-neuronx-dkms" in names  # dkms builds against them
+    pkgs = ['"linux-headers-$(uname -r)"'] if headers else []
+    pkgs += [shlex.quote(p) for p in apt_packages(m, names)]
+    return " && ".join([
+        "sudo install -d -m 0755 /etc/apt/keyrings",
+        f"curl -fsSL {APT_KEY} | sudo gpg --dearmor --yes -o {KEYRING}",
+        f'echo "deb [signed-by={KEYRING}] {APT_REPO} {codename} main" '
+        "| sudo tee /etc/apt/sources.list.d/neuron.list >/dev/null",
+        "sudo apt-get update",
+        "sudo apt-get install -y " + " ".join(pkgs),
+    ])
+
+
+def in_image(facts) -> bool:
+    return bool(facts.root.explicit)
+
+
+def chroot_note(facts) -> str:
+    return (f" (inside the image: run it under `sudo chroot {facts.root.path}`, or in the image "
+            "build's install step)") if in_image(facts) else ""
+
+
+def fitting_pythons(facts, m) -> list[tuple[str, str]]:
+    """(path, X.Y) of the interpreters found on this host that the matrix accepts, newest first."""
+    found = getattr(facts, "pythons", ()) or ()
+    ok = [(p, v) for p, v in found if m.python.contains(v + ".0", prereleases=True)]
+    return sorted(ok, key=lambda pv: tuple(int(x) for x in pv[1].split(".")), reverse=True)
+
+
+def wanted_minor(m) -> str:
+    """The oldest X.Y the matrix accepts (the widest wheel coverage; for 'get one' advice)."""
+    for minor in range(8, 30):
+        if m.python.contains(f"3.{minor}.0", prereleases=True):
+            return f"3.{minor}"
+    return "3.12"
+
+
+def new_venv_cmd(ctx, python: str, venv: str = DEFAULT_VENV, quoted: bool = False) -> str:
+    """`neuron-env install --venv DIR --python PY`; `quoted`: PY is already shell text."""
+    parts = ["neuron-env", "install"]
+    if ctx.matrix_flag:
+        parts += ["--matrix", ctx.matrix_flag]
+    return " ".join([*(shlex.quote(p) for p in parts), "--venv", venv, "--python",
+                     python if quoted else shlex.quote(python)])
+
+
+def get_python(facts, m, ctx) -> tuple[str, str | None]:
+    """(prose, command) that gives the user a venv on a Python the matrix accepts."""
+    expected = fmt_spec(m.python)
+    fit = fitting_pythons(facts, m)
+    if fit:
+        path, v = fit[0]
+        return (f"create a venv on Python {v} ({path}, found on this host)",
+                new_venv_cmd(ctx, path))
+    want = wanted_minor(m)
+    if getattr(facts, "uv", None):
+        uv = "uv"  # found on PATH
+        return (f"no Python {expected} on this host: let uv fetch one",
+                f"{uv} python install {want} && "
+                + new_venv_cmd(ctx, f'"$({uv} python find {want})"', quoted=True))
+    if facts.os.id == "ubuntu":
+        return (f"no Python {expected} on this host: install {want} from the deadsnakes PPA",
+                "sudo add-apt-repository -y ppa:deadsnakes/ppa && sudo apt-get update && "
+                f"sudo apt-get install -y python{want} python{want}-venv && "
+                + new_venv_cmd(ctx, f"/usr/bin/python{want}"))
+    return (f"no Python {expected} on this host: install Python {want} (your OS packages, "
+            f"pyenv or `uv python install {want}`), then `neuron-env install --venv "
+            f"{DEFAULT_VENV} --python PATH`", None)
+
+
+def dlami(m) -> tuple[str, str | None]:
+    """(prose, command) for "move to a supported OS": the Neuron DLAMI's image id."""
+    supported = [e.label for e in m.os if e.status == "supported"]
+    params = sorted((k, v) for k, v in dict(m.dlami or {}).items() if k.startswith("ssm_"))
+    text = f"move to {' or '.join(supported)}: this host's OS cannot be changed in place"
+    if not params:
+        return text, None
+    key, param = params[-1]
+    label = key[4:].replace("_", "-", 1).replace("_", ".")
+    return (f"{text}; launch the Neuron DLAMI for {label}, whose image id this prints",
+            f"aws ssm get-parameter --name {shlex.quote(param)} --query Parameter.Value "
+            "--output text")

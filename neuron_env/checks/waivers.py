@@ -1,0 +1,116 @@
+"""Waivers: a known problem accepted for a reason, until a date, recorded in every report, and
+loud once it expires (instead of a silent --skip). Parsing raises UsageError (exit 2);
+applying is pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from neuron_env.errors import UsageError
+from neuron_env.report.model import Result
+
+PROBLEMS = ("fail", "warn", "error")
+
+
+@dataclass(frozen=True)
+class Waiver:
+    id: str  # a check id or a category
+    reason: str
+    until: dt.date | None = None
+    source: str = "--waive"
+
+    def matches(self, id_: str) -> bool:
+        return id_ == self.id or id_.startswith(self.id + ".")
+
+    def expired(self, today: dt.date) -> bool:
+        return self.until is not None and today > self.until
+
+    def serialize(self) -> dict:
+        return {"id": self.id, "reason": self.reason,
+                "until": self.until.isoformat() if self.until else None, "source": self.source}
+
+
+def _date(text: str | None, where: str) -> dt.date | None:
+    if text in (None, ""):
+        return None
+    try:
+        return dt.date.fromisoformat(str(text))
+    except ValueError:
+        raise UsageError(f"{where}: {text!r} is not a date",
+                         hint="use YYYY-MM-DD, e.g. --until 2026-12-31") from None
+
+
+def from_flags(ids: list[str], reasons: list[str], untils: list[str]) -> list[Waiver]:
+    """`--waive A --reason R [--until D]` (repeat the trio; one --reason/--until may serve all)."""
+    if not ids:
+        if reasons or untils:
+            raise UsageError("--reason/--until need --waive ID", hint="--waive driver.packages "
+                             "--reason 'pinned by the AMI team' --until 2026-12-31")
+        return []
+
+    def pick(values: list[str], i: int) -> str | None:
+        return values[i] if len(values) == len(ids) else values[0] if len(values) == 1 else None
+
+    if not reasons or len(reasons) not in (1, len(ids)):
+        raise UsageError("every --waive needs a --reason TEXT (one for all, or one each)",
+                         hint="--waive driver.packages --reason 'pinned by the AMI team'")
+    if untils and len(untils) not in (1, len(ids)):
+        raise UsageError("--until: give one date for all waivers, or one per --waive")
+    out = []
+    for i, id_ in enumerate(ids):
+        reason = (pick(reasons, i) or "").strip()
+        if not reason:
+            raise UsageError(f"--waive {id_}: the reason is empty", hint="say why it is waived")
+        out.append(Waiver(id_, reason, _date(pick(untils, i), f"--waive {id_} --until")))
+    return out
+
+
+def from_file(path: str) -> list[Waiver]:
+    """A TOML file: `[[waiver]]` tables with id, reason and optional until."""
+    from neuron_env.matrix.loader import tomllib  # the project's one TOML reader
+
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"--waivers {path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"--waivers {path}: not valid TOML: {e}") from None
+    out = []
+    for n, w in enumerate(data.get("waiver") or [], 1):
+        where = f"--waivers {path}: waiver #{n}"
+        if not isinstance(w, dict) or not w.get("id") or not str(w.get("reason", "")).strip():
+            raise UsageError(f"{where}: needs id and reason",
+                             hint='[[waiver]]\nid = "driver.packages"\nreason = "why"\n'
+                                  'until = 2026-12-31')
+        until = w.get("until")
+        out.append(Waiver(str(w["id"]), str(w["reason"]).strip(),
+                          until if isinstance(until, dt.date) else _date(until, where),
+                          source=str(path)))
+    return out
+
+
+def apply(results: list[Result], waivers: list[Waiver],
+          today: dt.date | None = None) -> tuple[list[Result], list[dict]]:
+    """(results with waivers applied, the waiver records for the report)."""
+    today = today or dt.date.today()
+    out, used = [], {w: [] for w in waivers}
+    for r in results:
+        w = next((w for w in waivers if w.matches(r.id)), None)
+        if w is None or r.status not in PROBLEMS:
+            out.append(r)
+            continue
+        used[w].append(r.id)
+        rec = {"reason": w.reason, "until": w.until.isoformat() if w.until else None,
+               "status": r.status, "expired": w.expired(today), "source": w.source}
+        if rec["expired"]:
+            out.append(replace(r, waiver=rec, summary=f"{r.summary} (WAIVER EXPIRED on "
+                                                      f"{rec['until']}: {w.reason})"))
+        else:
+            until = f" until {rec['until']}" if w.until else ""
+            out.append(replace(r, status="skip", waiver=rec,
+                               summary=f"WAIVED{until} ({w.reason}): {r.summary}"))
+    records = [dict(w.serialize(), expired=w.expired(today), applied_to=ids)
+               for w, ids in used.items()]
+    return out, records

@@ -1,0 +1,84 @@
+"""`neuron-env bundle`: the doctor report (JSON and markdown), package lists, neuron-ls, the
+relevant dmesg lines and neuron-env's logs in one .tar.gz, credentials masked, its content
+listed (on stderr) before it is written."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuron_env.bundle import collect
+from neuron_env.report.envelope import envelope
+from neuron_env.report.model import Document
+
+SCHEMA = "neuron-env.bundle/1"
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    out: str | None = None
+    python: str | None = None
+    matrix: str | None = None
+    root: str | None = None
+    list_only: bool = False
+
+
+def _doctor(opts: BundleOptions):
+    from neuron_env.commands.doctor import DoctorOptions, run
+    from neuron_env.errors import NeuronEnvError
+    from neuron_env.report.render import render, render_error
+
+    try:
+        rep = run(DoctorOptions(matrix=opts.matrix, python=opts.python, root=opts.root))
+    except NeuronEnvError as e:
+        err = e.to_dict()
+        return None, [collect.member("doctor.json", render_error(
+            "neuron-env.doctor/1", e.exit_code, err, "json"), "doctor failed")]
+    return rep, [collect.member("doctor.json", render(rep, "json"), "doctor --format json"),
+                 collect.member("doctor.md", render(rep, "markdown"), "doctor --format markdown")]
+
+
+def _members(opts: BundleOptions) -> list[tuple[str, str, str]]:
+    rep, members = _doctor(opts)
+    target = rep.target if rep else {}
+    members += collect.packages(target)
+    members.append(collect.neuron_ls(target))
+    members.append(collect.dmesg())
+    members += collect.logs((target.get("interpreter") or {}).get("prefix"))
+    return members
+
+
+def _write(path: Path, members: list[tuple[str, str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    top = path.name.removesuffix(".tar.gz")
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for name, text, _ in members:
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
+            tar.addfile(info, io.BytesIO(data))
+    tmp.replace(path)
+
+
+def run(opts: BundleOptions) -> Document:
+    members = _members(opts)
+    out = Path(opts.out or time.strftime("neuron-env-bundle-%Y%m%dT%H%M%S.tar.gz"))
+    listing = [{"name": n, "bytes": len(t.encode()), "source": note} for n, t, note in members]
+    sys.stderr.write(f"bundle {out}:\n" + "".join(
+        f"  {m['name']:<28} {m['bytes']:>9} B  {m['source']}\n" for m in listing))
+    if not opts.list_only:
+        _write(out, members)
+    body = envelope(SCHEMA, 0, out=str(out.resolve()), written=not opts.list_only,
+                    members=listing, masked="credentials in URLs (user:token@) are masked")
+    return Document(body, text)
+
+
+def text(doc: dict) -> str:
+    verb = "wrote" if doc["written"] else "would write (--list)"
+    return (f"{verb} {doc['out']} ({len(doc['members'])} files; {doc['masked']}): attach it "
+            "to the GitHub issue or the AWS support case\n")
