@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -49,7 +48,7 @@ def run(python: str, opts: SmokeOptions) -> SmokeRun:
     res = proc.run([python, str(script("smoke.py")), json.dumps(payload)],
                    timeout=opts.timeout, env=env)
     steps_seen = _STEP.findall(res.stderr)
-    res = dataclasses.replace(res, stderr=_STEP.sub("", res.stderr).strip())
+    res = res.replace(stderr=_STEP.sub("", res.stderr).strip())
     where = steps_seen[-1] if steps_seen else "start-up"
     doc = None
     if res.stdout.count(MARKER) >= 2:

@@ -23,6 +23,8 @@ from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
+pytestmark = pytest.mark.integration
+
 SCHEMA = json.loads((REPO / "neuron_env/schemas/install.schema.json").read_text())
 
 
