@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from neuron_env.report.model import Result
+from neuron_env.util import record as _rec
+from neuron_env.util.record import record
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class AwsFacts:
     info: object | None = None  # aws.NeuronInfo
     error: str | None = None
@@ -18,12 +18,12 @@ def with_aws_facts(facts):
     from neuron_env.aws import client as aws
 
     if not facts.instance.type:
-        return dataclasses.replace(facts, aws=AwsFacts(error="instance type unknown"))
+        return _rec.replace(facts, aws=AwsFacts(error="instance type unknown"))
     try:
         info = aws.describe_neuron_info(facts.instance.type)
-        return dataclasses.replace(facts, aws=AwsFacts(info=info, asked=True))
+        return _rec.replace(facts, aws=AwsFacts(info=info, asked=True))
     except aws.AwsError as e:
-        return dataclasses.replace(facts, aws=AwsFacts(error=e.message, asked=True))
+        return _rec.replace(facts, aws=AwsFacts(error=e.message, asked=True))
 
 
 def instance_aws(facts, m, ctx) -> Result:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import CATEGORIES, Result
+from neuron_env.util.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Context:
     python_flag: str | None = None  # as the user gave it, for fix commands
     matrix_flag: str | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from neuron_env import checks
 from neuron_env.commands import TOOL
@@ -12,18 +11,19 @@ from neuron_env.matrix import catalog
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, exit_code
+from neuron_env.util.record import factory, record
 
 SCHEMA = "neuron-env.doctor/1"
 
 
-@dataclass(frozen=True)
+@record
 class DoctorOptions:
     matrix: str | None = None
     python: str | None = None
     root: str | None = None
     instance_type: str | None = None
-    only: list[str] = field(default_factory=list)
-    skip: list[str] = field(default_factory=list)
+    only: list[str] = factory(list)
+    skip: list[str] = factory(list)
     strict: bool = False
     aws: bool = False
     smoke: bool = False

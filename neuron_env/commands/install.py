@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.commands import TOOL
@@ -18,6 +18,7 @@ from neuron_env.matrix import catalog
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact
+from neuron_env.util.record import replace
 
 SCHEMA = "neuron-env.install/1"
 INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}

@@ -8,7 +8,7 @@ import datetime as dt
 import os
 import signal
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
@@ -28,6 +28,7 @@ from neuron_env.matrix.model import Matrix
 from neuron_env.probes.interpreter import TargetFacts, probe_target
 from neuron_env.report.model import Result
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import replace
 
 MAX_ROUNDS = 4
 VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",

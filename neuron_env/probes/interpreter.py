@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +12,13 @@ from neuron_env.errors import InterpreterError
 from neuron_env.inside import MARKER, script
 from neuron_env.util import proc
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import factory, record
 
 ENV_VAR = "NEURON_ENV_PYTHON"
 PROBE_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
+@record
 class Dist:
     name: str
     version: str
@@ -28,7 +28,7 @@ class Dist:
     wrong_package_marker: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class TargetFacts:
     path: str
     chosen_by: str  # "--python", "NEURON_ENV_PYTHON", "VIRTUAL_ENV", "PATH"
@@ -37,7 +37,7 @@ class TargetFacts:
     prefix: str | None = None
     venv: bool | None = None
     machine: str | None = None
-    dists: dict[str, Dist] = field(default_factory=dict)  # keyed by canonical name
+    dists: dict[str, Dist] = factory(dict)  # keyed by canonical name
     broken: tuple[str, ...] = ()
     manifest: dict[str, Any] | None = None
     manifest_path: str | None = None

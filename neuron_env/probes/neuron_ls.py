@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 
 from neuron_env.util import proc
+from neuron_env.util.record import record
 
 TIMEOUT = 5.0
 FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
 
 
-@dataclass(frozen=True)
+@record
 class NeuronLsFacts:
     path: str | None
     devices: tuple[dict, ...] | None = None

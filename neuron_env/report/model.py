@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
+from neuron_env.util.record import factory, record
 
 STATUSES = ("pass", "warn", "fail", "skip", "error")
 RANK_ORDER = ("skip", "pass", "warn", "fail", "error")  # least to most severe
@@ -29,7 +29,7 @@ CATEGORIES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     id: str
     category: str
@@ -76,7 +76,7 @@ def exit_code(results: tuple[Result, ...] | list[Result], strict: bool = False) 
     return EXIT_OK
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     schema: str
     tool: dict[str, str]
@@ -84,9 +84,9 @@ class Report:
     target: dict[str, Any]
     results: tuple[Result, ...]
     exit_code: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = factory(dict)
     # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
-    view: Callable[..., str] | None = field(default=None, compare=False, repr=False)
+    view: Callable[..., str] | None = None
 
     @property
     def summary(self) -> dict[str, int]:
@@ -100,7 +100,7 @@ class Report:
                         **self.extra)
 
 
-@dataclass(frozen=True)
+@record
 class Document:
     """A command's output that is a document, not check results (matrix, instance): the whole
     JSON body (an envelope) and the text view that renders it for people."""
