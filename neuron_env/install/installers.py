@@ -76,8 +76,9 @@ def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: list[str],
 
 def install_cmd(inst: Installer, target: str, lock: str, hashes: bool) -> list[str]:
     if inst.name == "uv":
+        # --compile-bytecode: as pip does; without it every `import torch` pays the compile
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
-                *(["--require-hashes"] if hashes else []), "-r", lock]
+                "--compile-bytecode", *(["--require-hashes"] if hashes else []), "-r", lock]
     return [*inst.pip, "install", "--no-deps", "--no-index", *NET,
             *(["--require-hashes"] if hashes else []), "-r", lock]
 
