@@ -1,4 +1,4 @@
-"""`neuron-env doctor`: load matrix -> probe -> check -> Report (rendering is the CLI's)."""
+"""`neuron-env doctor` as a pipeline of named steps (see `run`); rendering is the CLI's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from neuron_env.install.manifest import index_overrides
 from neuron_env.matrix import catalog
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
-from neuron_env.report.model import Report, exit_code
+from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util.record import factory, record
 
 SCHEMA = "neuron-env.doctor/1"
@@ -46,54 +46,83 @@ def _check_root(root: str | None) -> None:
                                  hint="pass the mount point of the image (or a fixture root)")
 
 
-def run(opts: DoctorOptions, started=None) -> Report:
-    """`started`: the target probe, already running (see probes.interpreter.start_probe)."""
-    from neuron_env.report.render import parse_report_specs
-
-    t0 = time.monotonic()
-    parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
-    matrix = catalog.select(opts.matrix)
-    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
-    ids = checks.select(opts.only, opts.skip, extra)
+# -- the pipeline: each step small, named, testable alone ----------------------------------------
+def validate(opts: DoctorOptions) -> None:
+    """Bad --root / --publish-ssm are exit 2 before any probing."""
     _check_root(opts.root)
     if opts.publish_ssm is not None:
         from neuron_env.aws.publish import check_parameter_name
 
         check_parameter_name(opts.publish_ssm)
-    root = make_root(opts.root)
-    facts = gather(root, opts.python, opts.instance_type,
+
+
+def select(opts: DoctorOptions) -> list[str]:
+    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
+    return checks.select(opts.only, opts.skip, extra)
+
+
+def probe(opts: DoctorOptions, ids: list[str], started=None):
+    facts = gather(make_root(opts.root), opts.python, opts.instance_type,
                    want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
     if "instance.aws" in ids:
         from neuron_env.aws.facts import with_aws_facts
 
         facts = with_aws_facts(facts)
+    return facts
+
+
+def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix,
         index_overrides=index_overrides(matrix, {"neuron": opts.neuron_index_url,
                                                  "pytorch-cpu": opts.pytorch_index_url}))
-    results = checks.run_checks(facts, matrix, ctx, ids)
-    if "instance.aws" in ids:
-        from neuron_env.aws.facts import instance_aws
+    return checks.run_checks(facts, matrix, ctx, ids)
 
-        results.append(instance_aws(facts, matrix, ctx))
-    if "smoke.device" in ids:
-        results.append(_smoke(facts, opts))
-    code = exit_code(results, opts.strict)
-    if opts.tag_instance or opts.publish_ssm:
-        from neuron_env.aws.publish import publish
 
-        interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
-                         target=facts.serialize(), results=tuple(results), exit_code=code)
-        published = publish(interim, opts.tag_instance, opts.publish_ssm, opts.strict_publish)
-        results += published
-        if opts.strict_publish and any(r.status == "fail" for r in published):
-            code = max(code, 1)
+def smoke(facts, opts: DoctorOptions, ids: list[str]) -> list[Result]:
+    return [_smoke(facts, opts)] if "smoke.device" in ids else []
+
+
+def publish(facts, matrix, opts: DoctorOptions, results: list[Result]) -> tuple[list, int]:
+    """--tag-instance / --publish-ssm: (their results, the exit code they force, 0 if none)."""
+    if not (opts.tag_instance or opts.publish_ssm):
+        return [], 0
+    from neuron_env.aws.publish import publish as send
+
+    interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
+                     target=facts.serialize(), results=tuple(results),
+                     exit_code=exit_code(results, opts.strict))
+    published = send(interim, opts.tag_instance, opts.publish_ssm, opts.strict_publish)
+    forced = 1 if opts.strict_publish and any(r.status == "fail" for r in published) else 0
+    return published, forced
+
+
+def reduce(facts, matrix, opts: DoctorOptions, results: list[Result], published: list[Result],
+           forced: int, t0: float) -> Report:
+    """The exit code comes from the checks (publishing fails the run only when forced)."""
+    code = max(exit_code(results, opts.strict), forced)
     return Report(
         schema=SCHEMA, tool=TOOL,
         matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
-        target=facts.serialize(), results=tuple(results), exit_code=code,
+        target=facts.serialize(), results=(*results, *published), exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
     )
+
+
+def run(opts: DoctorOptions, started=None) -> Report:
+    """load matrix -> select -> probe -> check -> smoke -> publish -> reduce.
+    `started`: the target probe, already running (see probes.interpreter.start_probe)."""
+    from neuron_env.report.render import parse_report_specs
+
+    t0 = time.monotonic()
+    parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
+    matrix = catalog.select(opts.matrix)
+    ids = select(opts)
+    validate(opts)
+    facts = probe(opts, ids, started)
+    results = check(facts, matrix, opts, ids) + smoke(facts, opts, ids)
+    published, forced = publish(facts, matrix, opts, results)
+    return reduce(facts, matrix, opts, results, published, forced, t0)
 
 
 def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
@@ -111,7 +140,6 @@ def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
 
 def _smoke(facts, opts: DoctorOptions):
     from neuron_env.commands.smoke import device_check
-    from neuron_env.report.model import Result
     from neuron_env.smoke.runner import SmokeOptions
 
     if not facts.target.usable:
