@@ -11,10 +11,11 @@ from pathlib import Path
 
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
-from neuron_env.install import installers
+from neuron_env.install import installers, noop
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
+from neuron_env.matrix.model import python_range
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact
@@ -93,46 +94,77 @@ def _confirm(plan_text: str, opts: InstallOptions) -> None:
         raise UsageError("install cancelled at the prompt", hint="--yes skips the prompt")
 
 
-def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
-    from neuron_env.install import emulator_wheel
-    from neuron_env.install.execute import ExecOptions, execute
-    from neuron_env.probes.facts import gather
-
-    t0 = time.monotonic()
-    progress = progress or Progress(quiet=opts.quiet)
+def _validate(opts: InstallOptions) -> None:
     if opts.torch is not None and not opts.torch.strip():
         raise UsageError("--torch is empty", hint="use --torch 2.14 or --torch 2.13")
-    matrix = catalog.select(opts.matrix)
+
+
+def _check_root(opts: InstallOptions) -> None:
     if opts.root is not None and not Path(opts.root).is_dir():
         raise ConfigurationError(f"--root {opts.root}: no such directory",
                                  hint="pass the mount point of the image (or a fixture root)")
-    find_links = _find_links(opts)
-    python, create = _target(opts, progress)
+
+
+def _probe(opts: InstallOptions, python: str, matrix):
+    from neuron_env.probes.facts import gather
+
     facts = gather(make_root(opts.root), python, None, want_neuron_ls=False)
+    if not facts.target.usable:
+        raise InterpreterError(f"cannot install into {python}: {facts.target.error}",
+                               hint=f"pass --python with a Python {python_range(matrix)} "
+                                    "interpreter")
+    return facts
+
+
+def _plan(opts: InstallOptions, matrix, facts, python: str, create: str | None, find_links):
     t = facts.target
-    if not t.usable:
-        raise InterpreterError(f"cannot install into {python}: {t.error}",
-                               hint="pass --python with a Python 3.12-3.14 interpreter")
-    prefix = create or t.prefix
     inputs = Inputs(python=python if not create else str(Path(create) / "bin" / "python"),
-                    python_version=t.version, prefix=prefix, os_id=facts.os.id,
+                    python_version=t.version, prefix=create or t.prefix, os_id=facts.os.id,
                     os_version=facts.os.version_id, arch=facts.arch,
                     installed={} if create else {k: d.version for k, d in t.dists.items()},
                     torch=opts.torch, backend=opts.backend, force=opts.force,
                     overrides=_overrides(matrix, opts), find_links=find_links,
                     offline=opts.offline)
-    plan = make_plan(matrix, inputs)
-    inst = installers.choose(opts.installer, inputs.python, True) if opts.dry_run else None
+    return make_plan(matrix, inputs)
+
+
+def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
+    """validate -> load matrix -> probe (once) -> plan -> [dry run | no-op | execute]."""
+    t0 = time.monotonic()
+    progress = progress or Progress(quiet=opts.quiet)
+    _validate(opts)
+    matrix = catalog.select(opts.matrix)
+    _check_root(opts)
+    find_links = _find_links(opts)
+    python, create = _target(opts, progress)
+    facts = _probe(opts, python, matrix)
+    plan = _plan(opts, matrix, facts, python, create, find_links)
     results = [_plan_result(plan, create)]
     extra = {"dry_run": opts.dry_run, "plan": plan.serialize(), "venv_created": None,
              "status": "planned", "packages": [], "steps": [], "log": None, "manifest": None}
     if opts.dry_run:
+        inst = installers.choose(opts.installer, plan.python, True)
         extra["installer"] = inst.serialize() if inst else None
         extra["commands"] = _commands(plan, inst, create)
         return _report(matrix, facts, results, extra, t0)
+    why = None if create else noop.up_to_date(plan, facts.target)
+    if why:  # the no-op: nothing imported of resolution, the target probed once
+        progress.say(f"Nothing to do: {why}")
+        results += noop.nothing_to_do(plan, matrix, facts, why, opts.python or python,
+                                      opts.matrix)
+        extra.update(status="unchanged", manifest=facts.target.manifest_path)
+        return _report(matrix, facts, results, extra, t0)
     _confirm(plan_text(plan, create), opts)
+    return _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0)
+
+
+def _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0):
+    from neuron_env.install import emulator_wheel
+    from neuron_env.install.execute import ExecOptions, execute
+
     if create:
         from neuron_env.install import venv
+        from neuron_env.probes.facts import gather
 
         progress.say(f"Creating the venv {create} with {python}")
         python = venv.create(Path(create), python)

@@ -201,3 +201,13 @@ def fmt_spec(spec: SpecifierSet | None) -> str:
     order = {">=": 0, ">": 0, "==": 1, "===": 1, "~=": 1, "!=": 2, "<=": 3, "<": 3}
     return ",".join(str(s) for s in sorted(spec, key=lambda s: (order.get(s.operator, 9),
                                                                  str(s))))
+
+
+def python_range(m: Matrix) -> str:
+    """The matrix's Python range as people say it: `>=3.12,<3.15` -> `3.12-3.14`."""
+    lo = next((s.version for s in m.python if s.operator == ">="), None)
+    hi = next((s.version for s in m.python if s.operator == "<"), None)
+    if lo and hi and hi.count(".") == 1 and int(hi.split(".")[1]) > 0:
+        major, minor = hi.split(".")
+        return f"{lo}-{major}.{int(minor) - 1}"
+    return fmt_spec(m.python)

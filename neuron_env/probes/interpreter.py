@@ -92,7 +92,7 @@ def _why_unusable(path: str, res: proc.Completed) -> str:
     ver = proc.run([path, "--version"], timeout=5)
     text = (ver.stdout + ver.stderr).strip()
     if text.startswith("Python 2"):
-        return f"{path} is {text}: neuron-env needs a Python 3 target (3.12-3.14 for Neuron 2.33)"
+        return f"{path} is {text}: neuron-env needs a Python 3 target (python.version says which)"
     if res.returncode and res.returncode < 0:
         return f"{path} crashed (signal {-res.returncode}) while probing: {res.tail(300)}"
     if res.returncode:
