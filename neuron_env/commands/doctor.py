@@ -140,7 +140,7 @@ def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
 
 def _smoke(facts, opts: DoctorOptions):
     from neuron_env.commands.smoke import device_check
-    from neuron_env.smoke.runner import SmokeOptions
+    from neuron_env.smoke.start import SmokeOptions
 
     if not facts.target.usable:
         return Result("smoke.device", "smoke", "skip",

@@ -9,7 +9,7 @@ from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
 from neuron_env.util.record import factory, record
 
 STATUSES = ("pass", "warn", "fail", "skip", "error")
-RANK_ORDER = ("skip", "pass", "warn", "fail", "error")  # least to most severe
+RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3, "error": 4}  # the one severity order
 CATEGORIES = {
     "instance": "Instance",
     "os": "Operating system",

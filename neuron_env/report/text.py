@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from neuron_env.report.model import CATEGORIES, Report
+from neuron_env.report.model import CATEGORIES, RANK, Report
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
-RANK = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
 
 
 def use_colour(stream=None) -> bool:
