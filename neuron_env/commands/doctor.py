@@ -74,8 +74,8 @@ def probe(opts: DoctorOptions, ids: list[str], started=None):
 def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix,
-        index_overrides=index_overrides(matrix, {"neuron": opts.neuron_index_url,
-                                                 "pytorch-cpu": opts.pytorch_index_url}))
+        index_overrides={k: url for k, (url, _) in index_overrides(matrix, {
+            "neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}).items()})
     return checks.run_checks(facts, matrix, ctx, ids)
 
 
@@ -128,7 +128,8 @@ def run(opts: DoctorOptions, started=None) -> Report:
 def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
     """Write every --report FORMAT:PATH (atomically); an unwritable path is exit 2."""
     from neuron_env.errors import ConfigurationError
-    from neuron_env.report.render import parse_report_specs, render, write_atomic
+    from neuron_env.report.render import parse_report_specs, render
+    from neuron_env.util.atomic import write_atomic
 
     for fmt, path in parse_report_specs(list(specs)):
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
 from neuron_env.install import installers, noop
+from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
@@ -22,7 +22,6 @@ from neuron_env.util import redact
 from neuron_env.util.record import replace
 
 SCHEMA = "neuron-env.install/1"
-INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,7 @@ class InstallOptions:
 
 def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
     flags = {"neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}
-    out = {}
-    for idx in m.indexes:
-        if flags.get(idx.name):
-            out[idx.name] = (flags[idx.name].rstrip("/"), INDEX_FLAGS.get(idx.name, "flag"))
-        elif idx.env and os.environ.get(idx.env):
-            out[idx.name] = (os.environ[idx.env].rstrip("/"), idx.env)
-    return out
+    return {k: (url.rstrip("/"), by) for k, (url, by) in index_overrides(m, flags).items()}
 
 
 def _find_links(opts: InstallOptions) -> tuple[str, ...]:
@@ -233,31 +226,14 @@ def _commands(plan, inst, create) -> list[str]:
 
 
 def plan_text(plan, create=None) -> str:
-    lines = [f"Install plan (Neuron {plan.release}, {plan.backend} backend):",
-             f"  environment: {create + ' (new venv)' if create else plan.prefix}",
-             f"  python:      {plan.python} ({plan.python_version})",
-             f"  pair:        torch {plan.pair.torch} + torch-neuronx"
-             f"{plan.pair.torch_neuronx}" if plan.backend == "neuron" else
-             f"  torch:       {plan.pair.torch} + the EMULATED neuron backend (rehearsal only)"]
-    for r in plan.requirements:
-        src = f"from {r.index} ({plan.index(r.index).url})" if r.index else (
-            "bundled with neuron-env" if r.source == "bundled" else "any index")
-        lines.append(f"    {r.spec:<28} {src}")
-    for d in plan.find_links:
-        lines.append(f"  wheelhouse:  {d}" + (" (offline: no index)" if plan.offline else ""))
-    for f in plan.forced:
-        lines.append(f"  FORCED:      {f}")
-    for w in plan.warnings:
-        lines.append(f"  warning:     {w}")
+    """The plan as the prompt shows it: the same lines as the report's text view."""
+    lines = _plan_lines(plan.serialize())
+    if create:
+        lines.insert(1, f"  environment: {create} (new venv)")
     return redact.text("\n".join(lines) + "\n")
 
 
-def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
-    from neuron_env.install.plan import Plan  # noqa: F401  (type only)
-    from neuron_env.report import text
-
-    x = rep.extra
-    p = x["plan"]
+def _plan_lines(p: dict) -> list[str]:
     head = [f"Install plan (Neuron {p['release']}, {p['backend']} backend, plan {p['key']}):",
             f"  python: {p['python']['path']} ({p['python']['version']}), prefix "
             f"{p['python']['prefix']}"]
@@ -270,6 +246,14 @@ def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str
         head.append(f"  index {i['name']}: {i['url']}{over}")
     for f in p["forced"]:
         head.append(f"  !! FORCED: {f}")
+    return head
+
+
+def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
+    from neuron_env.report import text
+
+    x = rep.extra
+    head = _plan_lines(x["plan"])
     if x.get("dry_run"):
         head.append("  dry run: nothing was changed. A run would execute:")
         head += [f"    {c}" for c in x.get("commands") or []]

@@ -8,9 +8,10 @@ from neuron_env.commands import TOOL
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
 from neuron_env.matrix.model import family_of
+from neuron_env.util.names import INSTANCE_TYPE
 
 SCHEMA = "neuron-env.instance/1"
-TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+TYPE_RE = INSTANCE_TYPE
 DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
 

@@ -22,7 +22,6 @@ PROBE_TIMEOUT = 30.0
 class Dist:
     name: str
     version: str
-    installer: str | None = None
     direct_url: dict | None = None
     location: str | None = None
     wrong_package_marker: bool = False
@@ -131,11 +130,9 @@ def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
             broken.append(f"{d.get('location') or '?'}: {d['broken']}")
             continue
         key = canonicalize_name(str(d["name"]))
-        dists[key] = Dist(str(d["name"]), str(d["version"]), d.get("installer"),
+        dists[key] = Dist(str(d["name"]), str(d["version"]),
                           d.get("direct_url") if isinstance(d.get("direct_url"), dict) else None,
                           d.get("location"), bool(d.get("wrong_package_marker")))
-    if doc.get("distributions_error"):
-        broken.append(doc["distributions_error"])
     manifest = doc.get("manifest") if isinstance(doc.get("manifest"), dict) else None
     return TargetFacts(
         path=path, chosen_by=by, version=py.get("version"), executable=py.get("executable"),

@@ -20,10 +20,6 @@ class NeuronLsFacts:
     error: str | None = None
     timed_out: bool = False
 
-    @property
-    def ran(self) -> bool:
-        return self.path is not None
-
 
 def probe_neuron_ls() -> NeuronLsFacts:
     path = shutil.which("neuron-ls") or (FALLBACK if os.access(FALLBACK, os.X_OK) else None)

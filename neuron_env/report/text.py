@@ -41,12 +41,9 @@ def _fmt(v) -> str:
     return "-" if v is None else str(v)
 
 
-def render(report: Report, verbose: bool = False, colour: bool = False,
-           title: str | None = None) -> str:
+def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     lines = []
     m = report.matrix or {}
-    if title:
-        lines.append(title)
     groups: dict[str, list] = {}
     for r in report.results:
         groups.setdefault(r.category, []).append(r)

@@ -217,11 +217,11 @@ def test_fuzz_random_structures(doc):
 # -- resolver ----------------------------------------------------------------------------------
 def test_resolver():
     m = catalog.select("2.33")
-    r = resolve(m, "3.12.4")
-    assert r.requirements == ("torch==2.14.0", "torch-neuronx==2.14.3.0.*", "neuronx-cc==2.*",
-                              "nki")
+    p = resolve(m, "3.12.4").pair
+    assert [p.torch_requirement, p.neuronx_requirement, *(c.requirement for c in m.companions)] \
+        == ["torch==2.14.0", "torch-neuronx==2.14.3.0.*", "neuronx-cc==2.*", "nki"]
     assert resolve(m, "3.14.0", "2.13").pair.torch_minor == "2.13"
-    assert resolve(m, "3.13.1", "2.13.0").requirement_for("torch") == "torch==2.13.0"
+    assert resolve(m, "3.13.1", "2.13.0").pair.torch_requirement == "torch==2.13.0"
     with pytest.raises(ResolutionError, match="outside"):
         resolve(m, "3.11.7")
     with pytest.raises(ResolutionError, match=r"no backend pair .* torch 2.12"):
