@@ -43,6 +43,9 @@ def doctor(
     strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
                                         "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
+    all_packages: bool = typer.Option(False, "--all-packages", help="List every distribution "
+                                      "in target.packages (default: all up to 64, else the "
+                                      "Neuron/torch ones)."),
 ) -> None:
     """Check this host (or --root image) and environment against the version matrix."""
     def produce():
@@ -57,7 +60,8 @@ def doctor(
             only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
             smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
-            publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ())),
+            publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
+            all_packages=all_packages),
             started=started)
         write_reports(rep, tuple(report or ()), verbose)
         return rep

@@ -11,6 +11,7 @@ from neuron_env.matrix import catalog
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
+from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record
 
 SCHEMA = "neuron-env.doctor/1"
@@ -34,6 +35,7 @@ class DoctorOptions:
     publish_ssm: str | None = None
     strict_publish: bool = False
     reports: tuple[str, ...] = ()  # --report FORMAT:PATH, as given
+    all_packages: bool = False  # list every distribution in target.packages
 
 
 def _check_root(root: str | None) -> None:
@@ -104,9 +106,30 @@ def reduce(facts, matrix, opts: DoctorOptions, results: list[Result], published:
     return Report(
         schema=SCHEMA, tool=TOOL,
         matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
-        target=facts.serialize(), results=(*results, *published), exit_code=code,
+        target=target_doc(facts, matrix, opts.all_packages), results=(*results, *published),
+        exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3)},
     )
+
+
+PACKAGES_INLINE = 64  # up to this many distributions, target.packages lists them all
+_RELEVANT_PREFIXES = ("torch", "neuron", "libneuron", "aws-neuron", "jax", "nki")
+
+
+def target_doc(facts, matrix, all_packages: bool = False) -> dict:
+    """facts.serialize(), with target.packages cut to what checks and pipelines read (the
+    matrix's packages, torch*, neuron*) when the environment is large; --all-packages: all."""
+    doc = facts.serialize()
+    pk = doc["packages"]
+    doc["packages_total"] = len(pk)
+    if all_packages or len(pk) <= PACKAGES_INLINE:
+        return doc
+    names = {canonicalize_name(n) for i in matrix.indexes for n in i.packages}
+    names |= {canonicalize_name(c.name) for c in matrix.companions}
+    names |= {canonicalize_name(p.name) for p in matrix.placeholders} | {"pip"}
+    doc["packages"] = {n: v for n, v in pk.items() if canonicalize_name(n) in names
+                       or canonicalize_name(n).startswith(_RELEVANT_PREFIXES)}
+    return doc
 
 
 def run(opts: DoctorOptions, started=None) -> Report:
