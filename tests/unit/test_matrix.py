@@ -163,7 +163,7 @@ def test_directory_without_matrices(tmp_path):
 LINES = GOOD.splitlines()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, len(LINES) - 1),
                           st.sampled_from(["drop", "dup", "garble", "retype", "truncate"]),
                           st.text(max_size=8)), min_size=1, max_size=6))
@@ -194,10 +194,10 @@ toml_scalars = st.one_of(st.text(max_size=12), st.integers(-5, 50), st.booleans(
 toml_values = st.recursive(toml_scalars, lambda c: st.one_of(
     st.lists(c, max_size=4), st.dictionaries(st.sampled_from(
         ["name", "torch", "family", "supported", "types", "version", "id", "url", "spec",
-         "status", "requires", "packages"]), c, max_size=5)), max_leaves=20)
+         "status", "requires", "packages"]), c, max_size=5)), max_leaves=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(sorted(
     {"format", "release", "date", "status", "backend", "summary", "architectures", "python",
      "instances", "os", "pairs", "indexes", "companions", "placeholders", "limitations",
