@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import platform
+import os
 import re
 from pathlib import Path
 
@@ -91,7 +91,7 @@ ELF_MACHINES = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i386", 0x28: "arm", 0xF3
 def probe_arch(root: Root) -> tuple[str | None, str]:
     """(arch, source). Under --root the image's own binaries say it (ELF e_machine)."""
     if not root.explicit:
-        return platform.machine() or None, "uname"
+        return os.uname().machine or None, "uname"  # (platform costs 4 ms to import)
     for rel in ("usr/bin/env", "bin/sh", "usr/bin/sh"):
         try:
             with open(root.file(rel), "rb") as f:

@@ -93,28 +93,19 @@ class _Tail:
         return f"[neuron-env: {self.cut} bytes of output cut]\n{body}" if self.cut else body
 
 
-_PRCTL = None
-
-
-def _prctl():
-    """libc's prctl, looked up once in the parent (the child must not import after fork)."""
-    global _PRCTL
-    if _PRCTL is None and sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            _PRCTL = False
-    return _PRCTL or None
-
-
-def _child_setup(prctl, parent: int) -> Callable[[], None] | None:
-    if prctl is None:
+def _child_setup(parent: int) -> Callable[[], None] | None:
+    """preexec_fn (Linux): PR_SET_PDEATHSIG = SIGKILL. ctypes is imported in the child (the
+    single-threaded fork, just before exec), not in neuron-env: it costs ~8 ms of start-up."""
+    if not sys.platform.startswith("linux"):
         return None
 
     def setup() -> None:  # runs in the child between fork and exec
-        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except BaseException:  # no prctl: the child just lacks the guard
+            return
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
     return setup
@@ -131,7 +122,7 @@ def _popen(argv, *, env, cwd, input, merge: bool) -> tuple[subprocess.Popen | No
             argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
             env=env, cwd=cwd, start_new_session=True,
-            preexec_fn=_child_setup(_prctl(), os.getpid())), None
+            preexec_fn=_child_setup(os.getpid())), None
     except FileNotFoundError:
         return None, "not found"
     except PermissionError:
