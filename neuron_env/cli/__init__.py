@@ -2,7 +2,17 @@
 parses one command's flags and hands a producer to `app.emit`. Importing this package
 registers every command."""
 
-from neuron_env.cli import bootstrap, doctor, install, instance, matrix, smoke  # noqa: F401
+from neuron_env.cli import (  # noqa: F401
+    bootstrap,
+    collectives,
+    doctor,
+    engines,
+    fleet,
+    install,
+    instance,
+    matrix,
+    smoke,
+)
 from neuron_env.cli.app import app, main
 
 __all__ = ["app", "main"]

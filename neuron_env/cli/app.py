@@ -37,6 +37,9 @@ class DoctorFmt(str, Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    nhc = "nhc"
+    npd = "npd"
+    prometheus = "prometheus"
 
 
 def _version(value: bool) -> None:
@@ -117,6 +120,9 @@ def fail(err: BaseException, fmt: str, schema: str) -> NoReturn:
         payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
                    "hint": "this is a neuron-env bug: please report it", "traceback": tb}
         text = f"internal error: {type(err).__name__}: {err}\n{tb}"
+    if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
+        line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
+        sys.stdout.write(redact.text(line)[:120] + "\n")
     if fmt == "json":
         doc = error_envelope(schema, code, payload)
         sys.stdout.write(redact.text(json.dumps(doc, indent=2)) + "\n")

@@ -46,6 +46,8 @@ def doctor(
     all_packages: bool = typer.Option(False, "--all-packages", help="List every distribution "
                                       "in target.packages (default: all up to 64, else the "
                                       "Neuron/torch ones)."),
+    slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
+                                     "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
     """Check this host (or --root image) and environment against the version matrix."""
     def produce():
@@ -63,6 +65,10 @@ def doctor(
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
             all_packages=all_packages),
             started=started)
+        if slurm_drain:
+            from neuron_env.fleet.slurm import drain_or_resume
+
+            rep = drain_or_resume(rep)
         write_reports(rep, tuple(report or ()), verbose)
         return rep
 

@@ -12,6 +12,8 @@ from neuron_env.util import redact
 from neuron_env.util.atomic import write_atomic  # noqa: F401  (the one writer)
 
 FORMATS = ("text", "json", "junit")
+ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
+FORMATS = (*FORMATS, *ENGINE_FORMATS)
 
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
@@ -24,9 +26,15 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     if fmt == "json":
         return json.dumps(out.serialize(), indent=2, default=str) + "\n"
     if isinstance(out, Document):
+        if fmt == "junit" and getattr(out, "junit", None):  # fleet: one testcase per instance
+            return out.junit(out.body)
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
+    if fmt in ENGINE_FORMATS:
+        import importlib
+
+        return importlib.import_module(f"neuron_env.report.{fmt}").render(out)
     if fmt == "junit":
         from neuron_env.report import junit
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -65,17 +66,16 @@ def seed_public_parameter(name: str, value: str) -> None:
                                   data_type="aws:ec2:image"))
 
 
-@pytest.fixture(scope="session")
-def moto_auth():
-    """A moto server that checks IAM: a user allowed only DescribeInstanceTypes.
-    Yields (url, key, secret). A separate process, so the shared server stays open."""
+@contextlib.contextmanager
+def moto_process(no_auth_actions: int):
+    """moto's server in its own process with IAM checks on after `no_auth_actions` calls (the
+    setup); yields its URL and stops it after."""
     pytest.importorskip("moto.server")
     port = free_port()
-    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(no_auth_actions))
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
                              str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -86,6 +86,20 @@ def moto_auth():
                 if time.monotonic() > deadline or proc.poll() is not None:
                     pytest.fail("moto server (auth) did not start")
                 time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def moto_auth():
+    """A moto server that checks IAM: a user allowed only DescribeInstanceTypes.
+    Yields (url, key, secret). A separate process, so the shared server stays open."""
+    with moto_process(3) as url:
         iam = boto("iam", url)
         iam.create_user(UserName="readonly")
         iam.put_user_policy(UserName="readonly", PolicyName="describe-only",
@@ -95,12 +109,6 @@ def moto_auth():
                                     "Action": ["ec2:DescribeInstanceTypes"]}]}))
         k = iam.create_access_key(UserName="readonly")["AccessKey"]
         yield url, k["AccessKeyId"], k["SecretAccessKey"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,105 @@
+"""Read doctor reports gathered any way (files, a directory, s3://bucket/prefix, SSM output)
+into aggregate.Entry objects. The only I/O of `fleet report`."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from neuron_env.errors import ConfigurationError
+from neuron_env.fleet.aggregate import Entry
+from neuron_env.fleet.verdict import instance_id
+
+DOCTOR = "neuron-env.doctor/1"
+# <prefix>/<command-id>/<instance-id>/awsrunShellScript/0.awsrunShellScript/stdout
+SSM_KEY = re.compile(r"(?:^|/)[0-9a-f-]{36}/(?P<iid>[^/]+)/awsrunShellScript/"
+                     r"0\.awsrunShellScript/stdout$")
+
+
+def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
+    """One report's bytes -> an Entry named by its instance id (else `name`)."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        return Entry(name, source, unreadable=f"not JSON ({e})", **kw)
+    if not isinstance(doc, dict) or doc.get("schema") != DOCTOR:
+        schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        return Entry(name, source, unreadable=f"not a doctor report (schema {schema!r}); "
+                     "make it with `neuron-env doctor --format json`", **kw)
+    # the SSM agent's key names the instance it ran on; elsewhere the report's own id wins
+    own = None if SSM_KEY.search(source) else instance_id(doc)
+    return Entry(own or name, source, doc=doc, **kw)
+
+
+def _files(arg: str) -> list[Path]:
+    p = Path(arg)
+    if p.is_dir():
+        found = sorted(x for x in p.rglob("*") if x.is_file() and
+                       (x.suffix == ".json" or x.name == "stdout"))
+        if not found:
+            raise ConfigurationError(f"{arg}: no *.json reports in this directory",
+                                     hint="write them with `neuron-env doctor --format json "
+                                     "> DIR/$(hostname).json`")
+        return found
+    if not p.is_file():
+        raise ConfigurationError(f"{arg}: no such file or directory",
+                                 hint="pass report files, a directory or s3://bucket/prefix")
+    return [p]
+
+
+def _name(path: Path) -> str:
+    m = SSM_KEY.search(path.as_posix())
+    return m.group("iid") if m else path.stem
+
+
+def from_args(args: list[str], region: str | None = None) -> list[Entry]:
+    if not args:
+        raise ConfigurationError("no reports given",
+                                 hint="neuron-env fleet report FILES...|DIR|s3://bucket/prefix")
+    entries: list[Entry] = []
+    for arg in args:
+        if arg.startswith("s3://"):
+            entries += from_s3(arg, region)
+            continue
+        for path in _files(arg):
+            try:
+                raw = path.read_bytes()
+            except OSError as e:
+                entries.append(Entry(_name(path), str(path), unreadable=f"cannot read: "
+                                     f"{e.strerror or e}"))
+                continue
+            entries.append(parse(raw, _name(path), str(path)))
+    return _unique(entries)
+
+
+def _unique(entries: list[Entry]) -> list[Entry]:
+    """Two reports of one instance id (a rerun, a cloned AMI's stale id): name them apart."""
+    seen: dict[str, int] = {}
+    out = []
+    for e in entries:
+        n = seen[e.id] = seen.get(e.id, 0) + 1
+        out.append(e if n == 1 else replace(e, id=f"{e.id}#{n}"))
+    return out
+
+
+def from_s3(uri: str, region: str | None) -> list[Entry]:
+    from neuron_env.aws import ssm_fleet
+    from neuron_env.aws.client import AwsError
+
+    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    if not bucket:
+        raise ConfigurationError(f"{uri}: no bucket", hint="s3://bucket/prefix")
+    try:
+        s3 = ssm_fleet.client("s3", region)
+        keys = [k for k in ssm_fleet.s3_keys(s3, bucket, prefix)
+                if k.endswith(".json") or SSM_KEY.search(k)]
+        if not keys:
+            raise ConfigurationError(f"{uri}: no reports (*.json or SSM stdout objects)")
+        return [parse(ssm_fleet.s3_get(s3, bucket, k), _name(Path(k)), f"s3://{bucket}/{k}")
+                for k in keys]
+    except AwsError as e:
+        raise ConfigurationError(f"{uri}: {e.message}",
+                                 hint="check the bucket, region and s3:ListBucket/"
+                                 "s3:GetObject permissions") from None

@@ -1,0 +1,62 @@
+"""The text and JUnit views of a neuron-env.fleet/1 body (JSON is the body itself)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from neuron_env.fleet.aggregate import OK, VERDICTS
+
+SHOWN = 50  # instances listed in text; JSON has them all
+
+
+def text(body: dict[str, Any]) -> str:
+    s = body["summary"]
+    counts = ", ".join(f"{s[v]} {v}" for v in VERDICTS if s[v])
+    src = body.get("source") or {}
+    lines = [f"fleet: {s['instances']} instances ({counts or 'none'})"
+             + (f"  [SSM command {src['command_id']}]" if src.get("command_id") else "")]
+    bad = [r for r in body["instances"] if r["verdict"] not in OK]
+    if bad:
+        lines.append("\nnot passing:")
+        lines += [f"  {r['id']:<22} {r['verdict']:<11} {r['reason']}" for r in bad[:SHOWN]]
+        if len(bad) > SHOWN:
+            lines.append(f"  … {len(bad) - SHOWN} more (see --format json)")
+    if body["failing_checks"]:
+        lines.append("\nfailing checks:")
+        lines += [f"  {f['id']:<22} {f['count']:>5} instance(s)  {f['summary']}"
+                  for f in body["failing_checks"][:SHOWN]]
+    if body["truncated"]:
+        lines.append(f"\n{len(body['truncated'])} report(s) truncated at 24,000 characters by "
+                     "SSM: rerun with --s3-bucket B to read whole reports")
+    for d in body["drift"]["drifting"]:
+        vers = ", ".join(f"{v} ×{n}" for v, n in body["drift"]["versions"][d["component"]].items())
+        lines.append(f"\ndrift: {d['component']}: {vers}; off {d['majority']}: "
+                     + ", ".join(d["instances"]) + ("…" if d["off_majority"] > len(
+                         d["instances"]) else ""))
+    lines.append("\nverdict: " + ("FAIL" if body["exit_code"] else "PASS"))
+    return "\n".join(lines) + "\n"
+
+
+def junit(body: dict[str, Any]) -> str:
+    """One testcase per instance: fail -> failure; error/timeout/unreachable -> error."""
+    s = body["summary"]
+    root = ET.Element("testsuites", name="neuron-env")
+    ts = ET.SubElement(root, "testsuite", name="neuron-env.fleet", tests=str(s["instances"]))
+    failures = errors = 0
+    for r in body["instances"]:
+        tc = ET.SubElement(ts, "testcase", classname="neuron-env.fleet", name=r["id"])
+        detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
+                                           for p in r["failing"]), f"source: {r['source']}"])
+        if r["verdict"] == "fail":
+            failures += 1
+            ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
+        elif r["verdict"] not in OK:
+            errors += 1
+            ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
+        else:
+            ET.SubElement(tc, "system-out").text = detail
+    ts.set("failures", str(failures))
+    ts.set("errors", str(errors))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"

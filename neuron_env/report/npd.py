@@ -1,0 +1,14 @@
+"""`doctor --format npd`: the node-problem-detector custom-plugin contract: exit 0 OK, 1 a
+problem, anything else unknown (doctor's 2/3/4), and ONE short line on stdout, which NPD puts in
+the node condition's message (it keeps `max_output_length` characters, 80 by default)."""
+
+from __future__ import annotations
+
+from neuron_env.fleet.verdict import one_line, reason
+from neuron_env.report.model import Report
+
+NPD_MAX = 80
+
+
+def render(report: Report) -> str:
+    return one_line(reason(report.serialize()), NPD_MAX) + "\n"
