@@ -1,8 +1,10 @@
-"""Start-up and doctor timing, side by side, medians of N runs (run by hand, not in CI).
+"""Start-up and doctor timing, interleaved, medians with spread (run by hand, not in CI).
 
-    python benchmarks/doctor_startup.py [--python TARGET] [--runs 7]
+    python benchmarks/doctor_startup.py [--python TARGET] [--runs 9] [--no-collect-env]
 
-TARGET is a venv with torch (for collect_env); without it, one is made with torch==2.13.0
+Each round runs every command once, in turn (interleaved), so a busy neighbour slows all of
+them alike; the first round warms the page cache and is dropped. Ratios are of medians.
+TARGET is a venv with torch (for collect_env); without it one is made with torch==2.13.0
 (this machine's pip configuration finds the CPU wheel on disk). IMDS is disabled for the runs.
 """
 
@@ -21,55 +23,84 @@ HELLO = ("import typer\napp = typer.Typer()\n@app.command()\ndef hello():\n    p
          "app()\n")
 
 
-def timed(argv: list[str], runs: int, env: dict) -> tuple[float, float]:
-    samples = []
-    for _ in range(runs + 1):  # the first run warms the page cache and is dropped
-        t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                       timeout=300, check=False)
-        samples.append(time.perf_counter() - t0)
-    s = samples[1:]
-    return statistics.median(s), (max(s) - min(s))
+COMPILE = ("import compileall, os, neuron_env\n"
+           "compileall.compile_dir(os.path.dirname(neuron_env.__file__), quiet=1)\n")
+
+
+def once(argv: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                   timeout=300, check=False)
+    return time.perf_counter() - t0
+
+
+def interleaved(rows: list[tuple[str, list[str]]], runs: int, env: dict) -> dict:
+    samples: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for i in range(runs + 1):
+        for name, argv in rows:
+            t = once(argv, env)
+            if i:  # round 0 warms the page cache
+                samples[name].append(t)
+    return samples
+
+
+def target_python(given: str | None) -> str:
+    if given:
+        return given
+    d = Path(tempfile.mkdtemp(prefix="ne-bench-"))
+    subprocess.run([sys.executable, "-m", "venv", str(d / "v")], check=True, timeout=300)
+    target = str(d / "v/bin/python")
+    subprocess.run([target, "-m", "pip", "install", "-q", "torch==2.13.0"], check=True,
+                   timeout=1800)
+    return target
+
+
+def ratio(samples: dict, a: str, b: str) -> str:
+    ma, mb = statistics.median(samples[a]), statistics.median(samples[b])
+    # spread of the ratio: the per-round ratios' min..max
+    per = [x / y for x, y in zip(samples[a], samples[b], strict=True)]
+    return f"{ma / mb:.2f} (per-round {min(per):.2f}..{max(per):.2f})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", help="target interpreter with torch installed")
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--no-collect-env", action="store_true", help="skip torch's collect_env")
     ap.add_argument("--neuron-env-python", default=sys.executable,
-                    help="the interpreter neuron-env is installed in (its own venv, as pipx "
-                         "would make it); default this one")
+                    help="the interpreter neuron-env is installed in; default this one")
     a = ap.parse_args()
     env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
-    target = a.python
-    if not target:
-        d = Path(tempfile.mkdtemp(prefix="ne-bench-"))
-        subprocess.run([sys.executable, "-m", "venv", str(d / "v")], check=True, timeout=300)
-        target = str(d / "v/bin/python")
-        subprocess.run([target, "-m", "pip", "install", "-q", "torch==2.13.0"], check=True,
-                       timeout=1800)
+    target = target_python(a.python)
     hello = Path(tempfile.mkdtemp()) / "hello.py"
     hello.write_text(HELLO)
-    ne_py = a.neuron_env_python
-    ne = [ne_py, "-m", "neuron_env"]
+    # an installed wheel has its bytecode compiled; a checkout under PYTHONDONTWRITEBYTECODE=1
+    # would recompile every module on every run, which no user pays
+    subprocess.run([a.neuron_env_python, "-c", COMPILE], check=True, timeout=300, env=env)
+    ne = [a.neuron_env_python, "-m", "neuron_env"]
     rows = [
-        ("typer hello (bare)", [ne_py, str(hello)]),
+        ("typer hello (bare)", [a.neuron_env_python, str(hello)]),
         ("neuron-env --version", [*ne, "--version"]),
         ("neuron-env matrix show", [*ne, "matrix", "show"]),
         ("neuron-env doctor --format json", [*ne, "doctor", "--format", "json", "--python",
                                              target]),
-        ("python -m torch.utils.collect_env", [target, "-m", "torch.utils.collect_env"]),
     ]
-    results = {}
-    print(f"{'command':<36}{'median s':>10}{'spread s':>10}   ({a.runs} runs)")
-    for name, argv in rows:
-        med, spread = timed(argv, a.runs, env)
-        results[name] = med
-        print(f"{name:<36}{med:>10.3f}{spread:>10.3f}")
-    d = results["neuron-env doctor --format json"]
-    print(f"\ndoctor / collect_env = {d / results['python -m torch.utils.collect_env']:.3f} "
-          f"(target <= 0.1)")
-    print(f"doctor / typer hello = {d / results['typer hello (bare)']:.2f} (target <= 1.5)")
+    if not a.no_collect_env:
+        rows.append(("python -m torch.utils.collect_env",
+                     [target, "-m", "torch.utils.collect_env"]))
+    s = interleaved(rows, a.runs, env)
+    print(f"{'command':<36}{'median s':>10}{'min s':>8}{'max s':>8}   ({a.runs} rounds, "
+          "interleaved)")
+    for name, _ in rows:
+        v = s[name]
+        print(f"{name:<36}{statistics.median(v):>10.3f}{min(v):>8.3f}{max(v):>8.3f}")
+    doc, hel = "neuron-env doctor --format json", "typer hello (bare)"
+    print(f"\ndoctor / typer hello    = {ratio(s, doc, hel)}   (target <= 1.5)")
+    print(f"--version / typer hello = {ratio(s, 'neuron-env --version', hel)}")
+    print(f"matrix show / hello     = {ratio(s, 'neuron-env matrix show', hel)}")
+    if not a.no_collect_env:
+        print(f"doctor / collect_env    = {ratio(s, doc, 'python -m torch.utils.collect_env')}"
+              "   (target <= 0.1)")
 
 
 if __name__ == "__main__":

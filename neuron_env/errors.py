@@ -93,3 +93,46 @@ class Interrupted(NeuronEnvError):
 
     exit_code = 130
     code = "interrupted"
+
+
+class InstallError(NeuronEnvError):
+    """The install could not be carried out; `exit_code` 1 unless a subclass says otherwise."""
+
+    exit_code = EXIT_FAILED
+    code = "install"
+
+
+class ProvenanceError(InstallError):
+    """A resolved package would come from outside its governed index: nothing is installed."""
+
+    code = "provenance"
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1
+                                        else ""),
+                         hint="nothing was installed. Point the Neuron index (or mirror) at a "
+                              "source that holds the real packages: --neuron-index-url / "
+                              "NEURON_ENV_NEURON_INDEX_URL")
+
+
+class InstallFailed(InstallError):
+    """The installer itself failed midway; the environment's manifest says `incomplete`."""
+
+    code = "install-failed"
+
+    def __init__(self, what: str, fix: str, log_path: str, prefix: str) -> None:
+        super().__init__(f"installing into {prefix} failed: {what}. The environment is "
+                         "marked incomplete in its install manifest (doctor reports it)",
+                         hint=f"{fix}; re-running `neuron-env install` repairs it. Installer "
+                              f"output: {log_path}")
+        self.log_path = log_path
+
+
+class AwsError(NeuronEnvError):
+    """A soft AWS failure (no credentials, access denied, unknown type, endpoint down): the
+    AWS commands and options turn it into a warning; `code` says which."""
+
+    def __init__(self, message: str, code: str = "aws") -> None:
+        super().__init__(message)
+        self.code = code

@@ -5,13 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-
-class AwsError(Exception):
-    """A soft failure: no credentials, access denied, unknown type, endpoint down."""
-
-    def __init__(self, message: str, code: str = "aws") -> None:
-        super().__init__(message)
-        self.message, self.code = message, code
+from neuron_env.errors import AwsError
 
 
 def _client(service: str):

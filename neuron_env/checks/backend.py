@@ -183,6 +183,27 @@ def _norm(url: str) -> str:
     return redact.text(url).rstrip("/").removesuffix("/simple").rstrip("/")
 
 
+def _recorded_origin(d, entry, want, allowed, problems: list, notes: list) -> None:
+    """One package against what the install manifest recorded of where it came from."""
+    if entry and want:
+        src = str(entry.get("index_url") or entry.get("url") or "")
+        ok = {_norm(u) for u in allowed.get(want.name, [want.url])}
+        if entry.get("index") == want.name or entry.get("origin") == "wheelhouse":
+            # neuron-env checked the URL against this index (or the chosen wheelhouse)
+            # before installing; a mirror's URL is then fine
+            if src and not any(_norm(src).startswith(u) for u in ok):
+                notes.append(f"{d.name} came from {src} (a mirror or wheelhouse of the "
+                             f"{want.name} index, checked at install)")
+        elif src and not any(_norm(src).startswith(u) for u in ok):
+            problems.append(f"{d.name} {d.version} came from {src}; the matrix requires "
+                            f"the {want.name} index ({want.url})")
+        if entry.get("version") and str(entry["version"]) != d.version:
+            problems.append(f"{d.name} is {d.version} but the install manifest recorded "
+                            f"{entry['version']}: changed after install")
+    elif d.direct_url and want:
+        notes.append(f"{d.name} was installed from {d.direct_url.get('url', 'a URL')}")
+
+
 @check("backend.origin", "backend")
 def backend_origin(facts, m, ctx) -> Result:
     if (r := _unusable("backend.origin", facts)) is not None:
@@ -200,25 +221,8 @@ def backend_origin(facts, m, ctx) -> Result:
     recorded = _manifest_entries(t)
     allowed = expected_index_urls(m, ctx.index_overrides)
     for d in present:
-        entry = recorded.get(canonicalize_name(d.name))
-        want = m.index_for(d.name)
-        if entry and want:
-            src = str(entry.get("index_url") or entry.get("url") or "")
-            ok = {_norm(u) for u in allowed.get(want.name, [want.url])}
-            if entry.get("index") == want.name or entry.get("origin") == "wheelhouse":
-                # neuron-env checked the URL against this index (or the chosen wheelhouse)
-                # before installing; a mirror's URL is then fine
-                if src and not any(_norm(src).startswith(u) for u in ok):
-                    notes.append(f"{d.name} came from {src} (a mirror or wheelhouse of the "
-                                 f"{want.name} index, checked at install)")
-            elif src and not any(_norm(src).startswith(u) for u in ok):
-                problems.append(f"{d.name} {d.version} came from {src}; the matrix requires "
-                                f"the {want.name} index ({want.url})")
-            if entry.get("version") and str(entry["version"]) != d.version:
-                problems.append(f"{d.name} is {d.version} but the install manifest recorded "
-                                f"{entry['version']}: changed after install")
-        elif d.direct_url and want:
-            notes.append(f"{d.name} was installed from {d.direct_url.get('url', 'a URL')}")
+        _recorded_origin(d, recorded.get(canonicalize_name(d.name)), m.index_for(d.name),
+                         allowed, problems, notes)
     observed = {d.name: d.version for d in present}
     status = (t.manifest or {}).get("status")
     if t.manifest and status != "complete":

@@ -1,4 +1,4 @@
-"""driver.module, driver.packages, driver.devices (and instance.aws with --aws)."""
+"""driver.module, driver.packages, driver.devices (instance.aws is checks/aws.py)."""
 
 from __future__ import annotations
 

@@ -92,6 +92,9 @@ def doctor(
     strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
                                         "--tag-instance/--publish-ssm fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
+    all_packages: bool = typer.Option(False, "--all-packages", help="List every distribution "
+                                      "in target.packages (default: all up to 64, else the "
+                                      "Neuron/torch ones)."),
     slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
                                      "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
@@ -114,7 +117,8 @@ def doctor(
             smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
-            waivers=_waivers(waive, reason, until, waivers_file), wait=wait)
+            waivers=_waivers(waive, reason, until, waivers_file), wait=wait,
+            all_packages=all_packages)
         rep = run_waiting(opts, started)
         if fix:
             rep = _fix(rep, opts, yes)

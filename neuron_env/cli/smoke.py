@@ -32,12 +32,17 @@ def smoke(
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
     """Compute on the device, compare with CPU. First call vs steady state, fallback ops."""
-    from neuron_env.commands.smoke import SCHEMA
-    from neuron_env.commands.smoke import smoke as run_smoke
-    from neuron_env.smoke.runner import SmokeOptions
+    def produce():
+        # start the target first: its `import torch` runs while neuron-env loads the rest
+        from neuron_env.smoke.start import SmokeOptions, start_flag
 
-    emit(lambda: run_smoke(python, SmokeOptions(
-        device=device.value, size=size, dtype=dtype.value, rtol=rtol, atol=atol,
-        iterations=iterations,
-        backward=backward, compile=compile, no_fallback=no_fallback, timeout=timeout)),
-        format.value, SCHEMA)
+        opts = SmokeOptions(
+            device=device.value, size=size, dtype=dtype.value, rtol=rtol, atol=atol,
+            iterations=iterations,
+            backward=backward, compile=compile, no_fallback=no_fallback, timeout=timeout)
+        started = start_flag(python, opts)
+        from neuron_env.commands.smoke import smoke as run_smoke
+
+        return run_smoke(python, opts, started)
+
+    emit(produce, format.value, "neuron-env.smoke/1")

@@ -1,10 +1,9 @@
-"""`neuron-env doctor`: load matrix -> probe -> check -> Report (rendering is the CLI's)."""
+"""`neuron-env doctor` as a pipeline of named steps (see `run`); rendering is the CLI's."""
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field, replace
 
 from neuron_env import checks
 from neuron_env.checks import waivers
@@ -13,20 +12,22 @@ from neuron_env.install.manifest import index_overrides
 from neuron_env.matrix import catalog
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
-from neuron_env.report.model import Report, exit_code
+from neuron_env.report.model import Report, Result, exit_code
+from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import factory, record
 
 SCHEMA = "neuron-env.doctor/1"
 WAIT_INTERVAL = 5.0  # seconds between --wait attempts
 
 
-@dataclass(frozen=True)
+@record
 class DoctorOptions:
     matrix: str | None = None
     python: str | None = None
     root: str | None = None
     instance_type: str | None = None
-    only: list[str] = field(default_factory=list)
-    skip: list[str] = field(default_factory=list)
+    only: list[str] = factory(list)
+    skip: list[str] = factory(list)
     strict: bool = False
     aws: bool = False
     smoke: bool = False
@@ -39,6 +40,7 @@ class DoctorOptions:
     reports: tuple[str, ...] = ()  # --report FORMAT:PATH, as given
     waivers: tuple = ()  # checks.waivers.Waiver, from --waive/--waivers
     wait: float = 0.0  # --wait SECONDS: re-check failing checks until they pass
+    all_packages: bool = False  # list every distribution in target.packages
 
 
 def _check_root(root: str | None) -> None:
@@ -51,56 +53,106 @@ def _check_root(root: str | None) -> None:
                                  hint="pass the mount point of the image (or a fixture root)")
 
 
-def run(opts: DoctorOptions, started=None) -> Report:
-    """`started`: the target probe, already running (see probes.interpreter.start_probe)."""
-    from neuron_env.report.render import parse_report_specs
-
-    t0 = time.monotonic()
-    parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
-    matrix = catalog.select(opts.matrix)
-    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
-    ids = checks.select(opts.only, opts.skip, extra)
+# -- the pipeline: each step small, named, testable alone ----------------------------------------
+def validate(opts: DoctorOptions) -> None:
+    """Bad --root / --publish-ssm are exit 2 before any probing."""
     _check_root(opts.root)
     if opts.publish_ssm is not None:
         from neuron_env.aws.publish import check_parameter_name
 
         check_parameter_name(opts.publish_ssm)
-    root = make_root(opts.root)
-    facts = gather(root, opts.python, opts.instance_type,
+
+
+def select(opts: DoctorOptions) -> list[str]:
+    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
+    return checks.select(opts.only, opts.skip, extra)
+
+
+def probe(opts: DoctorOptions, ids: list[str], started=None):
+    facts = gather(make_root(opts.root), opts.python, opts.instance_type,
                    want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
     if "instance.aws" in ids:
         from neuron_env.aws.facts import with_aws_facts
 
         facts = with_aws_facts(facts)
+    return facts
+
+
+def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix, own_prefix=sys.prefix,
-        index_overrides=index_overrides(matrix, {"neuron": opts.neuron_index_url,
-                                                 "pytorch-cpu": opts.pytorch_index_url}))
-    results = checks.run_checks(facts, matrix, ctx, ids)
-    if "instance.aws" in ids:
-        from neuron_env.aws.facts import instance_aws
+        index_overrides={k: url for k, (url, _) in index_overrides(matrix, {
+            "neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}).items()})
+    return checks.run_checks(facts, matrix, ctx, ids)
 
-        results.append(instance_aws(facts, matrix, ctx))
-    if "smoke.device" in ids:
-        results.append(_smoke(facts, opts))
-    results, waived = waivers.apply(results, list(opts.waivers))
-    code = exit_code(results, opts.strict)
-    if opts.tag_instance or opts.publish_ssm:
-        from neuron_env.aws.publish import publish
 
-        interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
-                         target=facts.serialize(), results=tuple(results), exit_code=code)
-        published = publish(interim, opts.tag_instance, opts.publish_ssm, opts.strict_publish)
-        results += published
-        if opts.strict_publish and any(r.status == "fail" for r in published):
-            code = max(code, 1)
+def smoke(facts, opts: DoctorOptions, ids: list[str]) -> list[Result]:
+    return [_smoke(facts, opts)] if "smoke.device" in ids else []
+
+
+def publish(facts, matrix, opts: DoctorOptions, results: list[Result]) -> tuple[list, int]:
+    """--tag-instance / --publish-ssm: (their results, the exit code they force, 0 if none)."""
+    if not (opts.tag_instance or opts.publish_ssm):
+        return [], 0
+    from neuron_env.aws.publish import publish as send
+
+    interim = Report(schema=SCHEMA, tool=TOOL, matrix={"release": matrix.release},
+                     target=facts.serialize(), results=tuple(results),
+                     exit_code=exit_code(results, opts.strict))
+    published = send(interim, opts.tag_instance, opts.publish_ssm, opts.strict_publish)
+    forced = 1 if opts.strict_publish and any(r.status == "fail" for r in published) else 0
+    return published, forced
+
+
+def reduce(facts, matrix, opts: DoctorOptions, results: list[Result], published: list[Result],
+           forced: int, t0: float) -> Report:
+    """The exit code comes from the checks (publishing fails the run only when forced)."""
+    results, waived = waivers.apply(list(results), list(opts.waivers))
+    code = max(exit_code(results, opts.strict), forced)
     return Report(
         schema=SCHEMA, tool=TOOL,
         matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
-        target=facts.serialize(), results=tuple(results), exit_code=code,
+        target=target_doc(facts, matrix, opts.all_packages), results=(*results, *published),
+        exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3),
                **({"waivers": waived} if waived else {})},
     )
+
+
+PACKAGES_INLINE = 64  # up to this many distributions, target.packages lists them all
+_RELEVANT_PREFIXES = ("torch", "neuron", "libneuron", "aws-neuron", "jax", "nki")
+
+
+def target_doc(facts, matrix, all_packages: bool = False) -> dict:
+    """facts.serialize(), with target.packages cut to what checks and pipelines read (the
+    matrix's packages, torch*, neuron*) when the environment is large; --all-packages: all."""
+    doc = facts.serialize()
+    pk = doc["packages"]
+    doc["packages_total"] = len(pk)
+    if all_packages or len(pk) <= PACKAGES_INLINE:
+        return doc
+    names = {canonicalize_name(n) for i in matrix.indexes for n in i.packages}
+    names |= {canonicalize_name(c.name) for c in matrix.companions}
+    names |= {canonicalize_name(p.name) for p in matrix.placeholders} | {"pip"}
+    doc["packages"] = {n: v for n, v in pk.items() if canonicalize_name(n) in names
+                       or canonicalize_name(n).startswith(_RELEVANT_PREFIXES)}
+    return doc
+
+
+def run(opts: DoctorOptions, started=None) -> Report:
+    """load matrix -> select -> probe -> check -> smoke -> publish -> reduce.
+    `started`: the target probe, already running (see probes.interpreter.start_probe)."""
+    from neuron_env.report.render import parse_report_specs
+
+    t0 = time.monotonic()
+    parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
+    matrix = catalog.select(opts.matrix)
+    ids = select(opts)
+    validate(opts)
+    facts = probe(opts, ids, started)
+    results = check(facts, matrix, opts, ids) + smoke(facts, opts, ids)
+    published, forced = publish(facts, matrix, opts, results)
+    return reduce(facts, matrix, opts, results, published, forced, t0)
 
 
 def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:
@@ -120,7 +172,7 @@ def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:
         return rep
     extra = dict(rep.extra, elapsed_s=round(time.monotonic() - t0, 3),
                  wait={"seconds": opts.wait, "attempts": attempts})
-    return replace(rep, extra=extra)
+    return rep.replace(extra=extra)
 
 
 def _attempt(rep: Report, t0: float) -> dict:
@@ -132,7 +184,8 @@ def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
     """Write every --report FORMAT:PATH (atomically) that can be written; an unwritable path
     is exit 2, and the reports already written keep the run's result."""
     from neuron_env.errors import ConfigurationError
-    from neuron_env.report.render import parse_report_specs, render, write_atomic
+    from neuron_env.report.render import parse_report_specs, render
+    from neuron_env.util.atomic import write_atomic
 
     failed = []
     for fmt, path in parse_report_specs(list(specs)):
@@ -148,8 +201,7 @@ def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
 
 def _smoke(facts, opts: DoctorOptions):
     from neuron_env.commands.smoke import device_check
-    from neuron_env.report.model import Result
-    from neuron_env.smoke.runner import SmokeOptions
+    from neuron_env.smoke.start import SmokeOptions
 
     if not facts.target.usable:
         return Result("smoke.device", "smoke", "skip",

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
-from neuron_env.install import installers
+from neuron_env.install import installers, noop
+from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
+from neuron_env.matrix.model import python_range
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact
+from neuron_env.util.record import replace
 
 SCHEMA = "neuron-env.install/1"
-INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,7 @@ class InstallOptions:
 
 def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
     flags = {"neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}
-    out = {}
-    for idx in m.indexes:
-        if flags.get(idx.name):
-            out[idx.name] = (flags[idx.name].rstrip("/"), INDEX_FLAGS.get(idx.name, "flag"))
-        elif idx.env and os.environ.get(idx.env):
-            out[idx.name] = (os.environ[idx.env].rstrip("/"), idx.env)
-    return out
+    return {k: (url.rstrip("/"), by) for k, (url, by) in index_overrides(m, flags).items()}
 
 
 def _find_links(opts: InstallOptions) -> tuple[str, ...]:
@@ -95,46 +90,77 @@ def _confirm(plan_text: str, opts: InstallOptions) -> float:
     return time.monotonic() - start
 
 
-def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
-    from neuron_env.install import emulator_wheel
-    from neuron_env.install.execute import ExecOptions, execute
-    from neuron_env.probes.facts import gather
-
-    t0 = time.monotonic()
-    progress = progress or Progress(quiet=opts.quiet)
+def _validate(opts: InstallOptions) -> None:
     if opts.torch is not None and not opts.torch.strip():
         raise UsageError("--torch is empty", hint="use --torch 2.14 or --torch 2.13")
-    matrix = catalog.select(opts.matrix)
+
+
+def _check_root(opts: InstallOptions) -> None:
     if opts.root is not None and not Path(opts.root).is_dir():
         raise ConfigurationError(f"--root {opts.root}: no such directory",
                                  hint="pass the mount point of the image (or a fixture root)")
-    find_links = _find_links(opts)
-    python, create = _target(opts, progress)
+
+
+def _probe(opts: InstallOptions, python: str, matrix):
+    from neuron_env.probes.facts import gather
+
     facts = gather(make_root(opts.root), python, None, want_neuron_ls=False)
+    if not facts.target.usable:
+        raise InterpreterError(f"cannot install into {python}: {facts.target.error}",
+                               hint=f"pass --python with a Python {python_range(matrix)} "
+                                    "interpreter")
+    return facts
+
+
+def _plan(opts: InstallOptions, matrix, facts, python: str, create: str | None, find_links):
     t = facts.target
-    if not t.usable:
-        raise InterpreterError(f"cannot install into {python}: {t.error}",
-                               hint="pass --python with a Python 3.12-3.14 interpreter")
-    prefix = create or t.prefix
     inputs = Inputs(python=python if not create else str(Path(create) / "bin" / "python"),
-                    python_version=t.version, prefix=prefix, os_id=facts.os.id,
+                    python_version=t.version, prefix=create or t.prefix, os_id=facts.os.id,
                     os_version=facts.os.version_id, arch=facts.arch,
                     installed={} if create else {k: d.version for k, d in t.dists.items()},
                     torch=opts.torch, backend=opts.backend, force=opts.force,
                     overrides=_overrides(matrix, opts), find_links=find_links,
                     offline=opts.offline)
-    plan = make_plan(matrix, inputs)
-    inst = installers.choose(opts.installer, inputs.python, True) if opts.dry_run else None
+    return make_plan(matrix, inputs)
+
+
+def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
+    """validate -> load matrix -> probe (once) -> plan -> [dry run | no-op | execute]."""
+    t0 = time.monotonic()
+    progress = progress or Progress(quiet=opts.quiet)
+    _validate(opts)
+    matrix = catalog.select(opts.matrix)
+    _check_root(opts)
+    find_links = _find_links(opts)
+    python, create = _target(opts, progress)
+    facts = _probe(opts, python, matrix)
+    plan = _plan(opts, matrix, facts, python, create, find_links)
     results = [_plan_result(plan, create)]
     extra = {"dry_run": opts.dry_run, "plan": plan.serialize(), "venv_created": None,
              "status": "planned", "packages": [], "steps": [], "log": None, "manifest": None}
     if opts.dry_run:
+        inst = installers.choose(opts.installer, plan.python, True)
         extra["installer"] = inst.serialize() if inst else None
         extra["commands"] = _commands(plan, inst, create)
         return _report(matrix, facts, results, extra, t0)
+    why = None if create else noop.up_to_date(plan, facts.target)
+    if why:  # the no-op: nothing imported of resolution, the target probed once
+        progress.say(f"Nothing to do: {why}")
+        results += noop.nothing_to_do(plan, matrix, facts, why, opts.python or python,
+                                      opts.matrix)
+        extra.update(status="unchanged", manifest=facts.target.manifest_path)
+        return _report(matrix, facts, results, extra, t0)
     t0 += _confirm(plan_text(plan, create), opts)  # time at the prompt is not install time
+    return _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0)
+
+
+def _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0):
+    from neuron_env.install import emulator_wheel
+    from neuron_env.install.execute import ExecOptions, execute
+
     if create:
         from neuron_env.install import venv
+        from neuron_env.probes.facts import gather
 
         progress.say(f"Creating the venv {create} with {python}")
         python = venv.create(Path(create), python)
@@ -203,31 +229,14 @@ def _commands(plan, inst, create) -> list[str]:
 
 
 def plan_text(plan, create=None) -> str:
-    lines = [f"Install plan (Neuron {plan.release}, {plan.backend} backend):",
-             f"  environment: {create + ' (new venv)' if create else plan.prefix}",
-             f"  python:      {plan.python} ({plan.python_version})",
-             f"  pair:        torch {plan.pair.torch} + torch-neuronx"
-             f"{plan.pair.torch_neuronx}" if plan.backend == "neuron" else
-             f"  torch:       {plan.pair.torch} + the EMULATED neuron backend (rehearsal only)"]
-    for r in plan.requirements:
-        src = f"from {r.index} ({plan.index(r.index).url})" if r.index else (
-            "bundled with neuron-env" if r.source == "bundled" else "any index")
-        lines.append(f"    {r.spec:<28} {src}")
-    for d in plan.find_links:
-        lines.append(f"  wheelhouse:  {d}" + (" (offline: no index)" if plan.offline else ""))
-    for f in plan.forced:
-        lines.append(f"  FORCED:      {f}")
-    for w in plan.warnings:
-        lines.append(f"  warning:     {w}")
+    """The plan as the prompt shows it: the same lines as the report's text view."""
+    lines = _plan_lines(plan.serialize())
+    if create:
+        lines.insert(1, f"  environment: {create} (new venv)")
     return redact.text("\n".join(lines) + "\n")
 
 
-def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
-    from neuron_env.install.plan import Plan  # noqa: F401  (type only)
-    from neuron_env.report import text
-
-    x = rep.extra
-    p = x["plan"]
+def _plan_lines(p: dict) -> list[str]:
     head = [f"Install plan (Neuron {p['release']}, {p['backend']} backend, plan {p['key']}):",
             f"  python: {p['python']['path']} ({p['python']['version']}), prefix "
             f"{p['python']['prefix']}"]
@@ -240,6 +249,14 @@ def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str
         head.append(f"  index {i['name']}: {i['url']}{over}")
     for f in p["forced"]:
         head.append(f"  !! FORCED: {f}")
+    return head
+
+
+def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
+    from neuron_env.report import text
+
+    x = rep.extra
+    head = _plan_lines(x["plan"])
     if x.get("dry_run"):
         head.append("  dry run: nothing was changed. A run would execute:")
         head += [f"    {c}" for c in x.get("commands") or []]

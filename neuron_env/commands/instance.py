@@ -8,10 +8,11 @@ from neuron_env.commands import TOOL
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
 from neuron_env.matrix.model import family_of
+from neuron_env.util.names import INSTANCE_TYPE
 
 SCHEMA = "neuron-env.instance/1"
 NEURON_NAME = re.compile(r"^(trn|inf)\d")  # the names Neuron families take
-TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+TYPE_RE = INSTANCE_TYPE
 DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
 
@@ -61,27 +62,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
     elif t is None:
         doc["warnings"].append(f"{type_} is not a size the matrix knows for {fam.family}")
     if aws or dlami:
-        from neuron_env.aws import client as awsmod
-
-        if aws:
-            try:
-                info = awsmod.describe_neuron_info(type_)
-                doc["aws"] = None if info is None else {
-                    "devices": info.devices, "cores_per_device": info.cores_per_device,
-                    "core_version": info.core_version, "device_name": info.device_name,
-                    "memory_per_device_mib": info.memory_per_device_mib}
-                if info is None:
-                    doc["warnings"].append(f"EC2 reports no NeuronInfo for {type_}")
-            except awsmod.AwsError as e:
-                doc["warnings"].append(f"EC2 could not be asked: {e.message}")
-        if dlami:
-            param = dlami_parameter(m, dlami)
-            try:
-                doc["dlami"] = {"os": dlami, "parameter": param,
-                                "image_id": awsmod.get_parameter(param)}
-            except awsmod.AwsError as e:
-                doc["dlami"] = {"os": dlami, "parameter": param, "image_id": None}
-                doc["warnings"].append(f"DLAMI parameter {param}: {e.message}")
+        _ask_aws(doc, m, type_, aws, dlami)
     return doc
 
 
@@ -107,3 +88,28 @@ def text(doc: dict) -> str:
         lines.append(f"  DLAMI ({d['os']}): {d['image_id'] or 'unknown'}  [{d['parameter']}]")
     lines += [f"  warning: {w}" for w in doc["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def _ask_aws(doc: dict, m, type_: str, aws: bool, dlami: str | None) -> None:
+    """--aws: EC2's NeuronInfo; --dlami: the DLAMI's SSM parameter (failures are warnings)."""
+    from neuron_env.aws import client as awsmod
+
+    if aws:
+        try:
+            info = awsmod.describe_neuron_info(type_)
+            doc["aws"] = None if info is None else {
+                "devices": info.devices, "cores_per_device": info.cores_per_device,
+                "core_version": info.core_version, "device_name": info.device_name,
+                "memory_per_device_mib": info.memory_per_device_mib}
+            if info is None:
+                doc["warnings"].append(f"EC2 reports no NeuronInfo for {type_}")
+        except awsmod.AwsError as e:
+            doc["warnings"].append(f"EC2 could not be asked: {e.message}")
+    if dlami:
+        param = dlami_parameter(m, dlami)
+        try:
+            doc["dlami"] = {"os": dlami, "parameter": param,
+                            "image_id": awsmod.get_parameter(param)}
+        except awsmod.AwsError as e:
+            doc["dlami"] = {"os": dlami, "parameter": param, "image_id": None}
+            doc["warnings"].append(f"DLAMI parameter {param}: {e.message}")

@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 from neuron_env.commands import TOOL
-from neuron_env.errors import UsageError
-from neuron_env.probes.interpreter import resolve_target
 from neuron_env.report.model import Report, Result, exit_code
-from neuron_env.smoke.runner import SmokeOptions, SmokeRun, run, worst
+from neuron_env.smoke.runner import SmokeRun, finish, run, worst
+from neuron_env.smoke.start import SmokeOptions, start_flag
 
 SCHEMA = "neuron-env.smoke/1"
-DEVICES = ("neuron", "cpu", "cuda")
 
 
-def validate(opts: SmokeOptions) -> None:
-    if opts.device not in DEVICES:
-        raise UsageError(f"--device {opts.device!r}: expected one of {', '.join(DEVICES)}")
-    if opts.dtype not in ("float32", "bfloat16"):
-        raise UsageError(f"--dtype {opts.dtype!r}: expected float32 or bfloat16")
-    if opts.size < 1 or opts.iterations < 1 or opts.timeout <= 0:
-        raise UsageError("--size, --iterations and --timeout must be positive")
-    for name in ("rtol", "atol"):
-        v = getattr(opts, name)
-        if v is not None and v < 0:
-            raise UsageError(f"--{name} must not be negative")
-
-
-def smoke(python: str | None, opts: SmokeOptions) -> Report:
-    validate(opts)
-    path, by = resolve_target(python)
-    sr = run(path, opts)
+def smoke(python: str | None, opts: SmokeOptions, started=None) -> Report:
+    """`started`: (path, chosen_by, running) from smoke.start.start_flag, already running."""
+    path, by, running = started or start_flag(python, opts)
+    sr = finish(path, opts, running)
     return Report(schema=SCHEMA, tool=TOOL, matrix=None,
                   target={"interpreter": {"path": path, "chosen_by": by},
                           "device": opts.device, "emulated": sr.emulated, **sr.info},

@@ -1,4 +1,6 @@
-# Runs inside the TARGET interpreter (Python 3.6+ syntax, stdlib only, never imports torch).
+# Runs inside the TARGET interpreter, stdlib only, never imports torch. Plain Python 3.6+
+# syntax ON PURPOSE (unlike smoke.py, 3.10+): it must report on targets too old for the
+# matrix, so that python.version can say so.
 # Prints one JSON document between markers, so whatever else lands on stdout cannot confuse it.
 import json
 import os
@@ -80,8 +82,6 @@ def distributions():
             if key in seen:  # the first one on sys.path is the one that imports
                 continue
             seen.add(key)
-            installer = read_text(os.path.join(info, "INSTALLER"), 256)
-            entry_doc["installer"] = installer.strip() if installer else None
             direct = read_text(os.path.join(info, "direct_url.json"))
             try:
                 entry_doc["direct_url"] = json.loads(direct) if direct else None
@@ -93,11 +93,11 @@ def distributions():
                 init = read_text(os.path.join(base, module, "__init__.py"), 8192)
                 entry_doc["wrong_package_marker"] = bool(init and "WRONG PACKAGE" in init)
             out.append(entry_doc)
-    return out, None
+    return out
 
 
 def main():
-    dists, dist_error = distributions()
+    dists = distributions()
     manifest_path = os.path.join(sys.prefix, MANIFEST)
     manifest, manifest_error = None, None
     text = read_text(manifest_path, 4 << 20)
@@ -119,7 +119,6 @@ def main():
             "machine": os.uname().machine,
         },
         "distributions": dists,
-        "distributions_error": dist_error,
         "manifest": manifest,
         "manifest_path": manifest_path,
         "manifest_error": manifest_error,

@@ -117,24 +117,22 @@ def fallback_api(torch, emu):
     return emu
 
 
-def run_device_steps(torch, opts, extra):
-    step("device")
-    name = opts["device"]
+DEVICE_CAUSES = ["the Neuron driver is not loaded or no devices are visible",
+                 "device autoload is disabled (TORCH_DEVICE_BACKEND_AUTOLOAD=0)",
+                 "another PrivateUse1 backend registered first",
+                 "torch-neuronx is the public index's placeholder (neuron-env doctor)"]
+
+
+def open_device(torch, name):
+    """The device and its count, or None after recording why there is none."""
     acc = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
-    ident, emu = backend_identity(torch, name)
-    ident["emulated"] = ident["emulated"] and name == "neuron"  # cpu/cuda runs are real
-    extra["backend"] = ident
-    extra["emulated"] = ident["emulated"]
+    acc_s = str(acc) if acc else None
     try:
         device = torch.device(name)
     except RuntimeError as e:
-        causes = ["the Neuron driver is not loaded or no devices are visible",
-                  "device autoload is disabled (TORCH_DEVICE_BACKEND_AUTOLOAD=0)",
-                  "another PrivateUse1 backend registered first",
-                  "torch-neuronx is the public index's placeholder (neuron-env doctor)"]
-        add("device", "fail", "no %r device in this torch: %s" % (name, e), causes=causes,
-            accelerator=str(acc) if acc else None)
-        return
+        add("device", "fail", "no %r device in this torch: %s" % (name, e),
+            causes=DEVICE_CAUSES, accelerator=acc_s)
+        return None
     if device.type == "cpu":
         count, available = 1, True
     elif device.type == "cuda":
@@ -145,14 +143,26 @@ def run_device_steps(torch, opts, extra):
         count = mod.device_count() if mod else 0
     if not available or count == 0:
         add("device", "fail", "%s device not available (count %d)" % (name, count),
-            accelerator=str(acc) if acc else None,
+            accelerator=acc_s,
             causes=["driver not loaded or no devices visible (neuron-ls)",
                     "device autoload disabled (TORCH_DEVICE_BACKEND_AUTOLOAD=0)",
                     "another PrivateUse1 backend registered first"])
-        return
+        return None
     add("device", "pass", "%s: %d device%s (current accelerator: %s)"
-        % (name, count, "" if count == 1 else "s", acc), count=count,
-        accelerator=str(acc) if acc else None)
+        % (name, count, "" if count == 1 else "s", acc), count=count, accelerator=acc_s)
+    return device
+
+
+def run_device_steps(torch, opts, extra):
+    step("device")
+    name = opts["device"]
+    ident, emu = backend_identity(torch, name)
+    ident["emulated"] = ident["emulated"] and name == "neuron"  # cpu/cuda runs are real
+    extra["backend"] = ident
+    extra["emulated"] = ident["emulated"]
+    device = open_device(torch, name)
+    if device is None:
+        return
     api = fallback_api(torch, emu) if device.type not in ("cpu", "cuda") else None
     if api is not None and hasattr(api, "clear_fallback_ops"):
         api.clear_fallback_ops()
@@ -165,6 +175,10 @@ def run_device_steps(torch, opts, extra):
     if opts.get("compile"):
         step("compile")
         mlp(torch, device, opts, compiled=True)
+    fallback_step(api, device, opts)
+
+
+def fallback_step(api, device, opts):
     step("fallback")
     if api is None:
         add("fallback", "skip", "no fallback tracking on %s" % device.type)
@@ -175,13 +189,33 @@ def run_device_steps(torch, opts, extra):
         if ops else "no op fell back to CPU", ops=ops)
 
 
+def tolerances(opts):
+    rtol, atol = TOL[opts["dtype"]]
+    rtol = opts.get("rtol") if opts.get("rtol") is not None else rtol
+    atol = opts.get("atol") if opts.get("atol") is not None else atol
+    return rtol, atol
+
+
+def timed(torch, device, fn, repeat):
+    """(result, first call s, [steady call s...]) of fn() on the device, synchronized."""
+    t0 = time.perf_counter()
+    out = fn()
+    sync(torch, device)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync(torch, device)
+        times.append(time.perf_counter() - t0)
+    return out, first, times
+
+
 def matmul(torch, device, opts):
     step("matmul")
     n, dtype_name = opts["size"], opts["dtype"]
     dtype = getattr(torch, dtype_name)
-    rtol, atol = TOL[dtype_name]
-    rtol = opts.get("rtol") if opts.get("rtol") is not None else rtol
-    atol = opts.get("atol") if opts.get("atol") is not None else atol
+    rtol, atol = tolerances(opts)
     need = 4 * n * n * torch.empty((), dtype=dtype).element_size() + 3 * n * n * 4
     avail = host_memory()
     if avail is not None and need > avail:
@@ -193,20 +227,8 @@ def matmul(torch, device, opts):
         a = torch.randn(n, n, generator=g).to(dtype)
         b = torch.randn(n, n, generator=g).to(dtype)
         want = a.float() @ b.float()
-        t0 = time.perf_counter()
-        da, db = a.to(device), b.to(device)
-        sync(torch, device)
-        transfer = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        out = da @ db
-        sync(torch, device)
-        first = time.perf_counter() - t0
-        times = []
-        for _ in range(opts["iterations"]):
-            t0 = time.perf_counter()
-            out = da @ db
-            sync(torch, device)
-            times.append(time.perf_counter() - t0)
+        (da, db), transfer, _ = timed(torch, device, lambda: (a.to(device), b.to(device)), 0)
+        out, first, times = timed(torch, device, lambda: da @ db, opts["iterations"])
     except RuntimeError as e:
         msg = str(e).splitlines()[0][:300]
         oom = "out of memory" in msg.lower() or "not enough memory" in msg.lower()
@@ -214,20 +236,51 @@ def matmul(torch, device, opts):
         return
     cmp = compare(torch, out, want, rtol, atol)
     med = statistics.median(times) if times else first
-    flops = 2.0 * n ** 3
     data = dict(size=n, dtype=dtype_name, rtol=rtol, atol=atol, first_call_s=first,
                 transfer_s=transfer, iterations=len(times), median_s=med,
                 min_s=min(times) if times else None, max_s=max(times) if times else None,
                 stdev_s=statistics.pstdev(times) if len(times) > 1 else 0.0,
-                tflops=flops / med / 1e12 if med > 0 else None, **cmp)
+                tflops=2.0 * n ** 3 / med / 1e12 if med > 0 else None, **cmp)
+    add("matmul", "pass" if cmp["ok"] else "fail", matmul_summary(data), **data)
+
+
+def matmul_summary(d):
+    n = d["size"]
     summary = ("%dx%d %s: max abs err %.3g, max rel err %.3g; first call %.4fs, steady "
-               "median %.5fs (%.3g TFLOP/s)" % (n, n, dtype_name, cmp["max_abs_error"],
-                                                 cmp["max_rel_error"], first, med,
-                                                 data["tflops"] or 0))
-    if not cmp["ok"]:
+               "median %.5fs (%.3g TFLOP/s)" % (n, n, d["dtype"], d["max_abs_error"],
+                                                 d["max_rel_error"], d["first_call_s"],
+                                                 d["median_s"], d["tflops"] or 0))
+    if not d["ok"]:
         summary = "MISMATCH vs CPU: %d of %d elements outside rtol=%g atol=%g; " % (
-            cmp["mismatched"], cmp["elements"], rtol, atol) + summary
-    add("matmul", "pass" if cmp["ok"] else "fail", summary, **data)
+            d["mismatched"], d["elements"], d["rtol"], d["atol"]) + summary
+    return summary
+
+
+def train_step(torch, m, xx, yy):
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    loss = torch.nn.functional.mse_loss(m(xx), yy)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def compile_backend(device):
+    emulated = "neuron_emulator" in sys.modules
+    return ("neuron" if device.type == "neuron" and not emulated else
+            "inductor" if device.type == "cuda" else "aot_eager")
+
+
+def mlp_matches(torch, ref, dev_model, loss, ref_loss):
+    """(parameters, gradients and loss match the CPU's, the worst absolute error)."""
+    worst = 0.0
+    ok = abs(float(loss.detach().cpu()) - float(ref_loss)) <= 1e-4 + 1e-4 * abs(float(ref_loss))
+    for p_ref, p_dev in zip(ref.parameters(), dev_model.parameters(), strict=True):
+        c = compare(torch, p_dev, p_ref, 1e-4, 1e-5)
+        g = compare(torch, p_dev.grad, p_ref.grad, 1e-4, 1e-5) if p_dev.grad is not None \
+            else {"ok": False, "max_abs_error": math.inf}
+        worst = max(worst, c["max_abs_error"], g["max_abs_error"])
+        ok = ok and c["ok"] and g["ok"]
+    return ok, worst
 
 
 def mlp(torch, device, opts, compiled):
@@ -239,34 +292,13 @@ def mlp(torch, device, opts, compiled):
     x, y = torch.randn(32, 64), torch.randn(32, 10)
     ref = copy.deepcopy(model)
     dev_model = copy.deepcopy(model).to(device)
-
-    def train_step(m, xx, yy):
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        loss = torch.nn.functional.mse_loss(m(xx), yy)
-        loss.backward()
-        opt.step()
-        return loss
-
-    ref_loss = train_step(ref, x, y)
-    backend = None
+    ref_loss = train_step(torch, ref, x, y)
+    backend = compile_backend(device) if compiled else None
     try:
-        fn = dev_model
-        if compiled:
-            emulated = "neuron_emulator" in sys.modules
-            backend = ("neuron" if device.type == "neuron" and not emulated else
-                       "inductor" if device.type == "cuda" else "aot_eager")
-            fn = torch.compile(dev_model, backend=backend, dynamic=False)
+        fn = torch.compile(dev_model, backend=backend, dynamic=False) if compiled else dev_model
         xd, yd = x.to(device), y.to(device)
-        t0 = time.perf_counter()
-        loss = train_step(fn, xd, yd)
-        sync(torch, device)
-        first = time.perf_counter() - t0
-        times = []
-        for _ in range(3 if compiled else 0):
-            t0 = time.perf_counter()
-            fn(xd)
-            sync(torch, device)
-            times.append(time.perf_counter() - t0)
+        loss, first, _ = timed(torch, device, lambda: train_step(torch, fn, xd, yd), 0)
+        _, _, times = timed(torch, device, lambda: fn(xd), 3) if compiled else (None, 0, [])
     except Exception as e:
         add(name, "fail", "%s failed%s: %s: %s" % (
             "torch.compile" if compiled else "forward/backward",
@@ -274,14 +306,7 @@ def mlp(torch, device, opts, compiled):
             str(e).splitlines()[0][:300] if str(e) else ""), backend=backend,
             error=traceback.format_exc(limit=4)[-2000:])
         return
-    worst = 0.0
-    ok = abs(float(loss.detach().cpu()) - float(ref_loss)) <= 1e-4 + 1e-4 * abs(float(ref_loss))
-    for p_ref, p_dev in zip(ref.parameters(), dev_model.parameters(), strict=True):
-        c = compare(torch, p_dev, p_ref, 1e-4, 1e-5)
-        g = compare(torch, p_dev.grad, p_ref.grad, 1e-4, 1e-5) if p_dev.grad is not None \
-            else {"ok": False, "max_abs_error": math.inf}
-        worst = max(worst, c["max_abs_error"], g["max_abs_error"])
-        ok = ok and c["ok"] and g["ok"]
+    ok, worst = mlp_matches(torch, ref, dev_model, loss, ref_loss)
     data = dict(first_call_s=first, backend=backend, max_abs_error=worst,
                 steady_median_s=statistics.median(times) if times else None)
     what = ("torch.compile(backend=%r, dynamic=False)" % backend) if compiled else \

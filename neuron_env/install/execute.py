@@ -8,31 +8,36 @@ import datetime as dt
 import os
 import signal
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as Req
 from packaging.specifiers import SpecifierSet
 
-from neuron_env import __version__, checks
-from neuron_env.errors import ConfigurationError, ResolutionError
+from neuron_env import __version__
+from neuron_env.errors import (
+    ConfigurationError,
+    InstallError,
+    InstallFailed,
+    ProvenanceError,
+    ResolutionError,
+)
 from neuron_env.install import installers, mirrors, provenance
 from neuron_env.install import manifest as install_manifest
 from neuron_env.install.installers import Installer
 from neuron_env.install.lock import EnvLock
+from neuron_env.install.noop import nothing_to_do, up_to_date, verify_checks
 from neuron_env.install.plan import EMULATOR, Plan
-from neuron_env.install.report_parse import InstallError, Item, parse
+from neuron_env.install.report_parse import Item, parse
 from neuron_env.install.steps import Log, Progress, StepResult, installer_env, run_step
 from neuron_env.matrix.model import Matrix
 from neuron_env.probes.interpreter import TargetFacts, probe_target
 from neuron_env.report.model import Result
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import replace
 
 MAX_ROUNDS = 4
-VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",
-                            "backend.tools", "backend.emulator"],
-                 "emulated": ["backend.torch", "backend.origin", "backend.emulator"]}
 
 
 @dataclass
@@ -76,25 +81,6 @@ def state_dir(prefix: str) -> str:
 
 
 # -- the no-op fast path -------------------------------------------------------------------
-def up_to_date(plan: Plan, t: TargetFacts) -> str | None:
-    """Why nothing needs doing, or None. Reads only the target's facts: no network."""
-    man = t.manifest or {}
-    if man.get("status") != "complete" or (man.get("plan") or {}).get("key") != plan.key:
-        return None
-    for p in man.get("packages") or []:
-        d = t.dist(str(p.get("name")))
-        if d is None or d.version != str(p.get("version")):
-            return None
-    for r in plan.requirements:
-        d = t.dist(r.name)
-        if d is None:
-            return None
-        if r.source == "index" and not Req(r.spec).specifier.contains(d.version, True):
-            return None
-    return f"already installed by neuron-env {man.get('tool', {}).get('version', '?')} " \
-           f"at {man.get('created', '?')} (plan {plan.key})"
-
-
 # -- resolution -----------------------------------------------------------------------------
 class Resolver:
     repair = False  # after an unfinished install: resolve (and record) the whole set
@@ -175,17 +161,6 @@ class Resolver:
         return items
 
 
-class ProvenanceError(InstallError):
-    code = "provenance"
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1
-                                        else ""),
-                         hint="nothing was installed. Point the Neuron index (or mirror) at a "
-                              "source that holds the real packages: --neuron-index-url / "
-                              "NEURON_ENV_NEURON_INDEX_URL")
-
 
 def _spec_from_dependents(key: str, items: list[Item]) -> str:
     spec = SpecifierSet()
@@ -227,117 +202,144 @@ def execute(plan: Plan, m: Matrix, facts, opts: ExecOptions, progress: Progress,
 
 
 def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
+    """Under the lock: re-probe -> [nothing to do] | resolve -> install -> verify."""
     target = probe_target(plan.python)  # again: another install may have finished meanwhile
     facts = replace(facts, target=target)
     why = up_to_date(plan, target)
     if why:
-        progress.say(f"Nothing to do: {why}")
-        out = Outcome("unchanged", manifest=target.manifest_path, facts=facts)
-        out.results.append(Result("install.packages", "install", "pass",
-                                  f"nothing to do: {why}"))
-        out.results += _verify_checks(plan, m, facts, opts)
-        return out
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    log_path = os.path.join(sdir, "logs", f"install-{stamp}-{os.getpid()}.log")
-    log = Log(log_path)
-    log.write(f"neuron-env {__version__} install at {_now()}\nplan: {plan.serialize()}\n")
-    out = Outcome("failed", log=log_path, facts=facts)
-    inst = installers.choose(opts.installer, plan.python, target.dist("pip") is not None)
-    progress.say(f"Installing into {plan.prefix} with {inst.name} (log: {log_path})")
-    previous = target.manifest
+        return _nothing_to_do(plan, m, facts, opts, progress, why)
+    run = _Run(plan, m, facts, opts, progress, sdir)
     try:
         with tempfile.TemporaryDirectory(prefix="neuron-env-install-") as work:
-            bundled = {}
-            if any(r.source == "bundled" for r in plan.requirements):
-                bundled[EMULATOR] = str(bundled_builder(Path(work)))
-            resolver = Resolver(plan, m, inst, log, progress, opts.timeout, work, out.steps)
-            resolver.repair = install_manifest.unfinished(previous)
-            items = resolver.resolve(bundled)
-            out.results.append(Result(
-                "install.provenance", "install", "pass",
-                f"{len(items)} package(s) to install; every Neuron package from its own index",
-                observed={it.name: it.version for it in items}))
-            records = _records(items, plan, m, target, bundled)
-            out.packages = records
-            if items:
-                try:
-                    _write_manifest(plan, m, inst, records, "incomplete", log_path,
-                                    error="install started; not finished")
-                except OSError as e:
-                    raise ConfigurationError(
-                        f"cannot write the install manifest in {plan.prefix}: "
-                        f"{e.strerror or e}; nothing was installed",
-                        hint="free disk space in the environment, or choose a writable "
-                             "--venv DIR") from None
-                lock_file = os.path.join(work, "lock.txt")
-                with open(lock_file, "w", encoding="utf-8") as f:  # no credentials: auth_env
-                    f.write("".join(it.lock_line() + "\n" for it in items))
-                hashes = all(it.sha256 for it in items)
-                res = run_step(f"install ({inst.name})",
-                               installers.install_cmd(inst, plan.python, lock_file, hashes,
-                                                      resolver.repair),
-                               timeout=opts.timeout,
-                               env={**installer_env(), **mirrors.auth_env(plan)}, log=log,
-                               progress=progress,
-                               activity=f"Installing {len(items)} package(s): "
-                                        + ", ".join(f"{i.name} {i.version}" for i in items[:6])
-                                        + (" ..." if len(items) > 6 else ""))
-                out.steps.append(res)
-                if res.returncode != 0:
-                    what, fix = installers.diagnose(res.output)
-                    with contextlib.suppress(OSError):
-                        _write_manifest(plan, m, inst, records, "incomplete", log_path,
-                                        error=f"install failed: {what}")
-                    raise InstallFailed(what, fix, log_path, plan, opts)
+            _resolve(run, work, bundled_builder)
+            if run.items:
+                _install(run, work)
             else:
                 progress.say("Every package is already in place; recording the manifest")
-        progress.say("Verifying in the target")
-        target = probe_target(plan.python)
-        facts = replace(facts, target=target)
-        verify = _verify_versions(items, target)
-        pip_check = run_step("pip check", installers.check_cmd(inst), timeout=120,
-                             env=installer_env(), log=log, progress=progress,
-                             activity="Checking dependencies (pip check)")
-        out.steps.append(pip_check)
-        out.results.append(verify)
-        out.results.append(Result(
-            "install.check", "install", "pass" if pip_check.returncode == 0 else "fail",
-            "pip check: no broken requirements" if pip_check.returncode == 0 else
-            "pip check: " + (pip_check.output.strip().splitlines() or ["failed"])[0],
-            details=None if pip_check.returncode == 0 else
-            {"output": pip_check.output.strip()[-2000:]},
-            fix=None if pip_check.returncode == 0 else "see the log; install the missing "
-            "requirements or use a fresh --venv DIR"))
-        failed = verify.status == "fail" or pip_check.returncode != 0
-        status = "incomplete" if failed else "complete"
-        out.manifest = _write_manifest(
-            plan, m, inst, records, status, log_path,
-            error="verification failed after install" if failed else None, previous=previous)
-        target = probe_target(plan.python)
-        out.facts = replace(facts, target=target)
-        out.results += _verify_checks(plan, m, out.facts, opts)
-        out.status = "installed" if not failed else "failed"
-        return out
+        return _verify(run)
     except KeyboardInterrupt:
-        log.write("[neuron-env] interrupted\n")
-        with contextlib.suppress(Exception):
-            if out.packages:
-                _write_manifest(plan, m, inst, out.packages, "incomplete", log_path,
-                                error="interrupted (Ctrl-C or SIGTERM) during install")
+        _interrupted(run)
         raise
     finally:
-        log.close()
+        run.log.close()
 
 
-class InstallFailed(InstallError):
-    code = "install-failed"
+def _nothing_to_do(plan, m, facts, opts, progress, why: str) -> Outcome:
+    progress.say(f"Nothing to do: {why}")
+    out = Outcome("unchanged", manifest=facts.target.manifest_path, facts=facts)
+    out.results += nothing_to_do(plan, m, facts, why, opts.python_flag, opts.matrix_flag)
+    return out
 
-    def __init__(self, what: str, fix: str, log_path: str, plan: Plan, opts: ExecOptions):
-        super().__init__(f"installing into {plan.prefix} failed: {what}. The environment is "
-                         "marked incomplete in its install manifest (doctor reports it)",
-                         hint=f"{fix}; re-running `neuron-env install` repairs it. Installer "
-                              f"output: {log_path}")
-        self.log_path = log_path
+
+class _Run:
+    """The state of one install under the lock: its log, installer, items and outcome."""
+
+    def __init__(self, plan, m, facts, opts, progress, sdir) -> None:
+        self.plan, self.m, self.opts, self.progress = plan, m, opts, progress
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.log_path = os.path.join(sdir, "logs", f"install-{stamp}-{os.getpid()}.log")
+        self.log = Log(self.log_path)
+        self.log.write(f"neuron-env {__version__} install at {_now()}\n"
+                       f"plan: {plan.serialize()}\n")
+        self.out = Outcome("failed", log=self.log_path, facts=facts)
+        self.facts, self.target, self.previous = facts, facts.target, facts.target.manifest
+        self.inst = installers.choose(opts.installer, plan.python,
+                                      self.target.dist("pip") is not None)
+        self.items: list[Item] = []
+        self.records: list[dict] = []
+        progress.say(f"Installing into {plan.prefix} with {self.inst.name} "
+                     f"(log: {self.log_path})")
+
+    def manifest(self, status: str, error: str | None, previous=None) -> str:
+        return _write_manifest(self.plan, self.m, self.inst, self.records, status,
+                               self.log_path, error=error, previous=previous)
+
+    def step(self, name: str, argv: list[str], timeout: float, activity: str,
+             env: dict | None = None) -> StepResult:
+        res = run_step(name, argv, timeout=timeout, env={**installer_env(), **(env or {})},
+                       log=self.log,
+                       progress=self.progress, activity=activity)
+        self.out.steps.append(res)
+        return res
+
+
+def _resolve(run: _Run, work: str, bundled_builder) -> None:
+    bundled = {}
+    if any(r.source == "bundled" for r in run.plan.requirements):
+        bundled[EMULATOR] = str(bundled_builder(Path(work)))
+    resolver = Resolver(run.plan, run.m, run.inst, run.log, run.progress, run.opts.timeout,
+                        work, run.out.steps)
+    resolver.repair = run.repair = install_manifest.unfinished(run.previous)
+    run.items = resolver.resolve(bundled)
+    run.out.results.append(Result(
+        "install.provenance", "install", "pass",
+        f"{len(run.items)} package(s) to install; every Neuron package from its own index",
+        observed={it.name: it.version for it in run.items}))
+    run.records = run.out.packages = _records(run.items, run.plan, run.m, run.target, bundled)
+
+
+def _install(run: _Run, work: str) -> None:
+    """Manifest `incomplete` first, then the installer on a hash-pinned lock file."""
+    items = run.items
+    try:
+        run.manifest("incomplete", "install started; not finished")
+    except OSError as e:
+        raise ConfigurationError(
+            f"cannot write the install manifest in {run.plan.prefix}: {e.strerror or e}; "
+            "nothing was installed",
+            hint="free disk space in the environment, or choose a writable --venv DIR") from None
+    lock_file = os.path.join(work, "lock.txt")
+    with open(lock_file, "w", encoding="utf-8") as f:  # no credentials: mirrors.auth_env
+        f.write("".join(it.lock_line() + "\n" for it in items))
+    hashes = all(it.sha256 for it in items)
+    res = run.step(f"install ({run.inst.name})",
+                   installers.install_cmd(run.inst, run.plan.python, lock_file, hashes,
+                                          run.repair),
+                   run.opts.timeout,
+                   f"Installing {len(items)} package(s): "
+                   + ", ".join(f"{i.name} {i.version}" for i in items[:6])
+                   + (" ..." if len(items) > 6 else ""), env=mirrors.auth_env(run.plan))
+    if res.returncode != 0:
+        what, fix = installers.diagnose(res.output)
+        with contextlib.suppress(OSError):
+            run.manifest("incomplete", f"install failed: {what}")
+        raise InstallFailed(what, fix, run.log_path, run.plan.prefix)
+
+
+def _pip_check_result(res: StepResult) -> Result:
+    ok = res.returncode == 0
+    return Result(
+        "install.check", "install", "pass" if ok else "fail",
+        "pip check: no broken requirements" if ok else
+        "pip check: " + (res.output.strip().splitlines() or ["failed"])[0],
+        details=None if ok else {"output": res.output.strip()[-2000:]},
+        fix=None if ok else "see the log; install the missing requirements or use a fresh "
+        "--venv DIR")
+
+
+def _verify(run: _Run) -> Outcome:
+    """Versions in the target, pip check, the manifest's final status, the verify checks."""
+    run.progress.say("Verifying in the target")
+    verify = _verify_versions(run.items, probe_target(run.plan.python))
+    pip_check = run.step("pip check", installers.check_cmd(run.inst), 120,
+                         "Checking dependencies (pip check)")
+    out = run.out
+    out.results += [verify, _pip_check_result(pip_check)]
+    failed = verify.status == "fail" or pip_check.returncode != 0
+    out.manifest = run.manifest("incomplete" if failed else "complete",
+                                "verification failed after install" if failed else None,
+                                previous=run.previous)
+    out.facts = replace(run.facts, target=probe_target(run.plan.python))
+    out.results += _verify_checks(run.plan, run.m, out.facts, run.opts)
+    out.status = "installed" if not failed else "failed"
+    return out
+
+
+def _interrupted(run: _Run) -> None:
+    run.log.write("[neuron-env] interrupted\n")
+    with contextlib.suppress(Exception):
+        if run.out.packages:
+            run.manifest("incomplete", "interrupted (Ctrl-C or SIGTERM) during install")
 
 
 def _records(items, plan, m, target, bundled) -> list[dict]:
@@ -398,6 +400,4 @@ def _verify_versions(items: list[Item], target: TargetFacts) -> Result:
 
 
 def _verify_checks(plan: Plan, m: Matrix, facts, opts: ExecOptions) -> list[Result]:
-    ctx = checks.Context(python_flag=opts.python_flag, matrix_flag=opts.matrix_flag,
-                         index_overrides={i.name: i.url for i in plan.indexes if i.overridden_by})
-    return checks.run_checks(facts, m, ctx, VERIFY_CHECKS[plan.backend])
+    return verify_checks(plan, m, facts, opts.python_flag, opts.matrix_flag)

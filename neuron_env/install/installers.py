@@ -84,8 +84,9 @@ def install_cmd(inst: Installer, target: str, lock: str, hashes: bool,
                 reinstall: bool = False) -> list[str]:
     """reinstall: a repair puts back every locked file, whatever an interrupted run left."""
     if inst.name == "uv":
+        # --compile-bytecode: as pip does; without it every `import torch` pays the compile
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
-                *(["--reinstall"] if reinstall else []),
+                "--compile-bytecode", *(["--reinstall"] if reinstall else []),
                 *(["--require-hashes"] if hashes else []), "-r", lock]
     return [*inst.pip, "install", "--no-deps", "--no-index", *NET,
             *(["--force-reinstall"] if reinstall else []),

@@ -15,13 +15,18 @@ RELATIVE_PATH = os.path.join(".neuron-env", "install-manifest.json")
 SCHEMA = "neuron-env.manifest/1"
 
 
-def index_overrides(m, flags: dict[str, str | None] | None = None) -> dict[str, str]:
-    """Index name -> overriding URL, from flags first, then each index's environment variable."""
+INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
+
+
+def index_overrides(m, flags: dict[str, str | None] | None = None) -> dict[str, tuple[str, str]]:
+    """Index name -> (overriding URL, what set it): the flag first, then the index's
+    environment variable (doctor and install read overrides only through here)."""
     out = {}
     for idx in m.indexes:
-        url = (flags or {}).get(idx.name) or (os.environ.get(idx.env) if idx.env else None)
-        if url:
-            out[idx.name] = url
+        if (flags or {}).get(idx.name):
+            out[idx.name] = (flags[idx.name], INDEX_FLAGS.get(idx.name, "flag"))
+        elif idx.env and os.environ.get(idx.env):
+            out[idx.name] = (os.environ[idx.env], idx.env)
     return out
 
 
@@ -40,21 +45,11 @@ def path_for(prefix: str) -> str:
 def write(prefix: str, doc: dict) -> str:
     """Atomically (rename) write the manifest; returns its path."""
     import json
-    import tempfile
+
+    from neuron_env.util.atomic import write_atomic
 
     path = path_for(prefix)
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".manifest-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(redact.value(doc), f, indent=2, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(redact.value(doc), indent=2, sort_keys=False) + "\n")
     return path
 
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from neuron_env.errors import NeuronEnvError
+from neuron_env.errors import InstallError
 from neuron_env.util.names import canonicalize_name
-
-
-class InstallError(NeuronEnvError):
-    """The install could not be carried out; `exit_code` 1 unless a subclass says otherwise."""
-
-    exit_code = 1
-    code = "install"
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,15 @@
-"""Run installer steps: bounded time, own process group, output to the log, progress lines."""
+"""Installer steps through the funnel (util/proc.stream): output to the log, progress lines."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 
 from neuron_env.errors import CommandTimeout
-from neuron_env.util import redact
-from neuron_env.util.proc import kill_group
+from neuron_env.util import proc, redact
 
 HEARTBEAT = 10.0
 
@@ -71,49 +68,51 @@ class Log:
             self.f = None
 
 
+class _Lines:
+    """Chunks from the child -> whole lines to the log (redaction sees whole lines)."""
+
+    def __init__(self, log: Log) -> None:
+        self.log, self.pending = log, b""
+
+    def __call__(self, data: bytes) -> None:
+        head, sep, self.pending = (self.pending + data).rpartition(b"\n")
+        if sep:
+            self.log.write((head + sep).decode("utf-8", "replace"))
+
+    def flush(self) -> None:
+        if self.pending:
+            self.log.write(self.pending.decode("utf-8", "replace") + "\n")
+            self.pending = b""
+
+
 def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str], log: Log,
              progress: Progress, activity: str) -> StepResult:
-    """Run one installer command; its whole output goes to the log and comes back for errors."""
+    """Run one installer command (the funnel's stream mode): output to the log as it comes,
+    a heartbeat on stderr, the tail back for error messages."""
     log.write(f"\n$ {' '.join(argv)}\n")
     progress.say(activity)
-    start = time.monotonic()
-    with tempfile.TemporaryFile() as out:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                             env=env, start_new_session=True)
-        next_beat = start + HEARTBEAT
-        try:
-            while True:
-                try:
-                    p.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    if now - start > timeout:
-                        kill_group(p)
-                        p.wait()
-                        out.seek(0)
-                        log.write(out.read().decode("utf-8", "replace"))
-                        log.write(f"[neuron-env] {name}: killed after {timeout:.0f}s\n")
-                        raise CommandTimeout(
-                            f"{name} did not finish within {timeout:.0f}s (index slow or hung?)",
-                            hint="check the index URLs are reachable, or raise --timeout; "
-                                 f"installer output: {log.path}") from None
-                    if now >= next_beat:
-                        progress.say(f"  ... still {activity.split(' ', 1)[0].lower()} "
-                                     f"({now - start:.0f}s)")
-                        next_beat = now + HEARTBEAT
-        except BaseException:
-            kill_group(p)
-            p.wait()
-            raise
-        finally:
-            kill_group(p)
-        out.seek(0)
-        text = out.read().decode("utf-8", "replace")
-    log.write(text)
-    elapsed = time.monotonic() - start
-    log.write(f"[neuron-env] {name}: exit {p.returncode} in {elapsed:.1f}s\n")
-    return StepResult(name, tuple(argv), p.returncode, text, elapsed)
+    beat = {"next": HEARTBEAT}
+    verb = activity.split(" ", 1)[0].lower()
+
+    def tick(elapsed: float) -> None:
+        if elapsed >= beat["next"]:
+            progress.say(f"  ... still {verb} ({elapsed:.0f}s)")
+            beat["next"] = elapsed + HEARTBEAT
+
+    lines = _Lines(log)
+    res = proc.stream(argv, timeout=timeout, sink=lines, tick=tick, env=env)
+    lines.flush()
+    if res.timed_out:
+        log.write(f"[neuron-env] {name}: killed after {timeout:.0f}s\n")
+        raise CommandTimeout(
+            f"{name} did not finish within {timeout:.0f}s (index slow or hung?)",
+            hint="check the index URLs are reachable, or raise --timeout; "
+                 f"installer output: {log.path}")
+    if res.error:
+        log.write(f"[neuron-env] {name}: could not start: {res.error}\n")
+    rc = res.returncode if res.returncode is not None else 127
+    log.write(f"[neuron-env] {name}: exit {rc} in {res.elapsed:.1f}s\n")
+    return StepResult(name, tuple(argv), rc, res.stdout or (res.error or ""), res.elapsed)
 
 
 def installer_env() -> dict[str, str]:

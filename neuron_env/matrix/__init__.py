@@ -1,13 +1,3 @@
-"""The version matrix: typed model, loader/validator, resolver and manifest importer."""
-
-from neuron_env.matrix.model import (
-    Companion,
-    Index,
-    InstanceFamily,
-    InstanceType,
-    Matrix,
-    OSEntry,
-    Pair,
-)
-
-__all__ = ["Companion", "Index", "InstanceFamily", "InstanceType", "Matrix", "OSEntry", "Pair"]
+"""The version matrix: typed model (model.py), loader/validator (loader.py), the bundled
+catalogue (catalog.py), resolver, serializer and manifest importer. Import the module you
+need: this package imports nothing itself (doctor loads only what it uses)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -16,12 +15,13 @@ from packaging.version import InvalidVersion, Version
 from neuron_env.errors import ConfigurationError, MatrixError, Problem
 from neuron_env.matrix.loader import load_file
 from neuron_env.matrix.model import Matrix
+from neuron_env.util.record import record
 
 ENV_VAR = "NEURON_ENV_MATRIX"
 _FILE = re.compile(r"^neuron-(?P<release>[0-9][0-9A-Za-z.]*)\.toml$")
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     release: str
     path: Path

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import factory, record
 
 FORMAT_VERSION = 1
 OS_STATUSES = ("supported", "end-of-support", "unsupported")
@@ -15,7 +14,7 @@ RELEASE_STATUSES = ("ga", "beta", "preview", "deprecated")
 BACKEND_KINDS = ("native", "xla")
 
 
-@dataclass(frozen=True)
+@record
 class InstanceType:
     name: str
     devices: int | None = None
@@ -24,7 +23,7 @@ class InstanceType:
     confirmed: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class InstanceFamily:
     family: str
     supported: bool
@@ -36,7 +35,7 @@ class InstanceFamily:
         return next((t for t in self.types if t.name == name), None)
 
 
-@dataclass(frozen=True)
+@record
 class OSEntry:
     id: str
     version: str
@@ -53,7 +52,7 @@ class OSEntry:
         return f"{name} {self.version}"
 
 
-@dataclass(frozen=True)
+@record
 class Pair:
     """One supported torch-neuronx family and the exact torch release it is built against."""
 
@@ -78,7 +77,7 @@ class Pair:
         return self.python is None or self.python.contains(version, prereleases=True)
 
 
-@dataclass(frozen=True)
+@record
 class Companion:
     name: str
     spec: SpecifierSet
@@ -89,7 +88,7 @@ class Companion:
         return f"{self.name}{self.spec}"
 
 
-@dataclass(frozen=True)
+@record
 class Index:
     name: str
     url: str
@@ -97,26 +96,26 @@ class Index:
     env: str | None = None  # environment variable that overrides the URL
 
 
-@dataclass(frozen=True)
+@record
 class Placeholder:
     name: str
     version: Version
 
 
-@dataclass(frozen=True)
+@record
 class Limitation:
     id: str
     summary: str
 
 
-@dataclass(frozen=True)
+@record
 class AptPackage:
     name: str
     version: str | None = None
     purpose: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Driver:
     module: str = "neuron"
     min_version: str | None = None
@@ -124,7 +123,7 @@ class Driver:
     apt: tuple[AptPackage, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     release: str
     date: str | None
@@ -140,7 +139,7 @@ class Matrix:
     indexes: tuple[Index, ...]
     placeholders: tuple[Placeholder, ...] = ()
     limitations: tuple[Limitation, ...] = ()
-    driver: Driver = field(default_factory=Driver)
+    driver: Driver = factory(Driver)
     docs: tuple[tuple[str, str], ...] = ()
     dlami: tuple[tuple[str, str], ...] = ()
     source: str = "<memory>"
@@ -202,3 +201,13 @@ def fmt_spec(spec: SpecifierSet | None) -> str:
     order = {">=": 0, ">": 0, "==": 1, "===": 1, "~=": 1, "!=": 2, "<=": 3, "<": 3}
     return ",".join(str(s) for s in sorted(spec, key=lambda s: (order.get(s.operator, 9),
                                                                  str(s))))
+
+
+def python_range(m: Matrix) -> str:
+    """The matrix's Python range as people say it: `>=3.12,<3.15` -> `3.12-3.14`."""
+    lo = next((s.version for s in m.python if s.operator == ">="), None)
+    hi = next((s.version for s in m.python if s.operator == "<"), None)
+    if lo and hi and hi.count(".") == 1 and int(hi.split(".")[1]) > 0:
+        major, minor = hi.split(".")
+        return f"{lo}-{major}.{int(minor) - 1}"
+    return fmt_spec(m.python)

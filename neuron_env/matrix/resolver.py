@@ -13,17 +13,6 @@ from neuron_env.matrix.model import Matrix, Pair, fmt_spec
 @dataclass(frozen=True)
 class Resolution:
     pair: Pair
-    requirements: tuple[str, ...]  # torch first, then torch-neuronx, then companions
-    python: str
-
-    def requirement_for(self, name: str) -> str | None:
-        from packaging.requirements import Requirement
-
-        from neuron_env.util.names import canonicalize_name
-
-        key = canonicalize_name(name)
-        return next((r for r in self.requirements
-                     if canonicalize_name(Requirement(r).name) == key), None)
 
 
 def _minor(text: str) -> str:
@@ -57,7 +46,4 @@ def resolve(matrix: Matrix, python_version: str, torch: str | None = None) -> Re
         raise ResolutionError(
             f"no backend pair of Neuron {matrix.release} supports Python {python_version} "
             f"({ranges})", hint="choose another interpreter or --torch")
-    pair = fitting[0]
-    reqs = [pair.torch_requirement, pair.neuronx_requirement]
-    reqs += [c.requirement for c in matrix.companions]
-    return Resolution(pair=pair, requirements=tuple(reqs), python=python_version)
+    return Resolution(pair=fitting[0])

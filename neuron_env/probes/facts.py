@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
 from neuron_env.probes.instance import InstanceFacts, probe_instance
 from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
+from neuron_env.util.record import record
 
 
-@dataclass(frozen=True)
+@record
 class HostFacts:
     root: Root
     instance: InstanceFacts

@@ -5,18 +5,20 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from neuron_env.util.names import INSTANCE_TYPE
+from neuron_env.util.record import record
 
 DEFAULT_ENDPOINT = "http://169.254.169.254/"
 ENDPOINT_ENV = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
 DISABLED_ENV = "AWS_EC2_METADATA_DISABLED"
 MAX_BODY = 4096
-_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+_TYPE = INSTANCE_TYPE
 _ID = re.compile(r"^i-[0-9a-f]{8,17}$")
 
 
-@dataclass(frozen=True)
+@record
 class IMDSAnswer:
     value: str | None
     error: str | None = None

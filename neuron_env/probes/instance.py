@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from neuron_env.probes import imds
 from neuron_env.probes.host import DMIFacts, Root, probe_dmi
+from neuron_env.util.record import record
 
 
-@dataclass(frozen=True)
+@record
 class InstanceFacts:
     type: str | None
     source: str | None  # "flag", "dmi", "imds", None

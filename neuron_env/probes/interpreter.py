@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,22 @@ from neuron_env.errors import InterpreterError
 from neuron_env.inside import MARKER, script
 from neuron_env.util import proc
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.record import factory, record
 
 ENV_VAR = "NEURON_ENV_PYTHON"
 PROBE_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
+@record
 class Dist:
     name: str
     version: str
-    installer: str | None = None
     direct_url: dict | None = None
     location: str | None = None
     wrong_package_marker: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class TargetFacts:
     path: str
     chosen_by: str  # "--python", "NEURON_ENV_PYTHON", "VIRTUAL_ENV", "PATH"
@@ -37,7 +36,7 @@ class TargetFacts:
     prefix: str | None = None
     venv: bool | None = None
     machine: str | None = None
-    dists: dict[str, Dist] = field(default_factory=dict)  # keyed by canonical name
+    dists: dict[str, Dist] = factory(dict)  # keyed by canonical name
     broken: tuple[str, ...] = ()
     manifest: dict[str, Any] | None = None
     manifest_path: str | None = None
@@ -92,7 +91,7 @@ def _why_unusable(path: str, res: proc.Completed) -> str:
     ver = proc.run([path, "--version"], timeout=5)
     text = (ver.stdout + ver.stderr).strip()
     if text.startswith("Python 2"):
-        return f"{path} is {text}: neuron-env needs a Python 3 target (3.12-3.14 for Neuron 2.33)"
+        return f"{path} is {text}: neuron-env needs a Python 3 target (python.version says which)"
     if res.returncode and res.returncode < 0:
         return f"{path} crashed (signal {-res.returncode}) while probing: {res.tail(300)}"
     if res.returncode:
@@ -131,11 +130,9 @@ def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
             broken.append(f"{d.get('location') or '?'}: {d['broken']}")
             continue
         key = canonicalize_name(str(d["name"]))
-        dists[key] = Dist(str(d["name"]), str(d["version"]), d.get("installer"),
+        dists[key] = Dist(str(d["name"]), str(d["version"]),
                           d.get("direct_url") if isinstance(d.get("direct_url"), dict) else None,
                           d.get("location"), bool(d.get("wrong_package_marker")))
-    if doc.get("distributions_error"):
-        broken.append(doc["distributions_error"])
     manifest = doc.get("manifest") if isinstance(doc.get("manifest"), dict) else None
     return TargetFacts(
         path=path, chosen_by=by, version=py.get("version"), executable=py.get("executable"),

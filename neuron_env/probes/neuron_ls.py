@@ -8,9 +8,9 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass
 
 from neuron_env.util import proc
+from neuron_env.util.record import record
 
 TIMEOUT = 5.0
 FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
@@ -19,17 +19,13 @@ BAD_OPTION = re.compile(r"unrecognized|unknown (option|flag|shorthand)|invalid o
                         r"no such option|usage:", re.I)
 
 
-@dataclass(frozen=True)
+@record
 class NeuronLsFacts:
     path: str | None
     devices: tuple[dict, ...] | None = None
     error: str | None = None
     timed_out: bool = False
     args: str | None = None  # the JSON flag that was used: "-j" or "--output-format json"
-
-    @property
-    def ran(self) -> bool:
-        return self.path is not None
 
 
 def _refused(res: proc.Completed) -> bool:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
+from neuron_env.util.record import factory, record
 
 STATUSES = ("pass", "warn", "fail", "skip", "error")
-RANK_ORDER = ("skip", "pass", "warn", "fail", "error")  # least to most severe
+RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3, "error": 4}  # the one severity order
 CATEGORIES = {
     "instance": "Instance",
     "os": "Operating system",
@@ -29,7 +29,7 @@ CATEGORIES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     id: str
     category: str
@@ -87,7 +87,7 @@ def exit_code(results: tuple[Result, ...] | list[Result], strict: bool = False) 
     return EXIT_OK
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     schema: str
     tool: dict[str, str]
@@ -95,9 +95,9 @@ class Report:
     target: dict[str, Any]
     results: tuple[Result, ...]
     exit_code: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = factory(dict)
     # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
-    view: Callable[..., str] | None = field(default=None, compare=False, repr=False)
+    view: Callable[..., str] | None = None
 
     @property
     def summary(self) -> dict[str, int]:
@@ -111,7 +111,7 @@ class Report:
                         **self.extra)
 
 
-@dataclass(frozen=True)
+@record
 class Document:
     """A command's output that is a document, not check results (matrix, instance): the whole
     JSON body (an envelope) and the text view that renders it for people."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
+from neuron_env.util.atomic import write_atomic
 
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
@@ -89,19 +89,3 @@ def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:
                              f"{', '.join(FORMATS)}", hint="e.g. --report junit:/tmp/doctor.xml")
         out.append((fmt, Path(path)))
     return out
-
-
-def write_atomic(path: Path, content: str) -> None:
-    """Write next to the target and rename, so a reader never sees half a report."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

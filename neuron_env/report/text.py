@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import sys
 
-from neuron_env.report.model import CATEGORIES, Report
+from neuron_env.report.model import CATEGORIES, RANK, Report
 from neuron_env.util.text import escape_controls
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
-RANK = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
 
 
 def use_colour(stream=None) -> bool:
@@ -50,12 +49,9 @@ def _fmt(v) -> str:
     return "-" if v is None else str(v)
 
 
-def render(report: Report, verbose: bool = False, colour: bool = False,
-           title: str | None = None) -> str:
+def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     lines = []
     m = report.matrix or {}
-    if title:
-        lines.append(title)
     groups: dict[str, list] = {}
     for r in report.results:
         groups.setdefault(r.category, []).append(r)

@@ -1,41 +1,27 @@
-"""Run the smoke script in the target interpreter with a hard timeout; parse it into Results."""
+"""Collect the smoke script run in the target (started by smoke/start.py, hard timeout) and
+parse it into Results."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from neuron_env.inside import MARKER, script
-from neuron_env.report.model import RANK_ORDER, Result
+from neuron_env.inside import MARKER
+from neuron_env.report.model import RANK, STATUSES, Result
+from neuron_env.smoke.start import SmokeOptions, start
 from neuron_env.util import proc
+from neuron_env.util.record import factory, record
 
 _STEP = re.compile(r"@@STEP (\w+)@@")
-DEFAULT_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True)
-class SmokeOptions:
-    device: str = "neuron"
-    size: int = 1024
-    dtype: str = "float32"
-    rtol: float | None = None
-    atol: float | None = None
-    iterations: int = 10
-    backward: bool = False
-    compile: bool = False
-    no_fallback: bool = False
-    timeout: float = DEFAULT_TIMEOUT
-    seed: int = 0
-
-
-@dataclass(frozen=True)
+@record
 class SmokeRun:
     results: tuple[Result, ...]
     emulated: bool = False
-    info: dict = field(default_factory=dict)
+    info: dict = factory(dict)
     elapsed: float = 0.0
 
 
@@ -43,72 +29,60 @@ def _label(summary: str, emulated: bool) -> str:
     return f"[EMULATED] {summary}" if emulated else summary
 
 
-@dataclass(frozen=True)
-class Inside:
-    """What an inside/ script left behind: its JSON document (or None), the last step it
-    announced, and the finished subprocess (step markers removed from its stderr)."""
-
-    doc: dict | None
-    where: str
-    res: proc.Completed
+def run(python: str, opts: SmokeOptions) -> SmokeRun:
+    return finish(python, opts, start(python, opts))
 
 
-def collect(res: proc.Completed) -> Inside:
-    """Parse a finished inside/ script: step markers on stderr, the JSON between MARKERs."""
+def finish(python: str, opts: SmokeOptions, running) -> SmokeRun:
+    """Collect a started smoke run (see smoke/start.py) and turn it into Results."""
+    res = running.result()
     steps_seen = _STEP.findall(res.stderr)
-    res = dataclasses.replace(res, stderr=_STEP.sub("", res.stderr).strip())
+    res = res.replace(stderr=_STEP.sub("", res.stderr).strip())
+    where = steps_seen[-1] if steps_seen else "start-up"
     doc = None
     if res.stdout.count(MARKER) >= 2:
         try:
             doc = json.loads(res.stdout.rsplit(MARKER, 2)[-2])
         except ValueError:
             doc = None
-    return Inside(doc, steps_seen[-1] if steps_seen else "start-up", res)
-
-
-def no_result(python: str, ins: Inside, what: str) -> str:
-    """Why an inside/ script gave no document: could not start, crashed, or exited early."""
-    res, where = ins.res, ins.where
-    if res.error:
-        return f"could not start {python}: {res.error}"
-    if res.returncode is not None and res.returncode < 0:
-        return (f"the target crashed (signal {-res.returncode}) during the {where} step: "
-                f"{res.tail(300) or 'no output'}")
-    return (f"the {what} script gave no result (exit {res.returncode}) during the {where} "
-            f"step: {res.tail(300) or 'no output'}")
-
-
-def inside_env() -> dict[str, str]:
-    return dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-
-
-def run(python: str, opts: SmokeOptions) -> SmokeRun:
-    payload = {k: v for k, v in opts.__dict__.items() if k != "timeout"}
-    ins = collect(proc.run([python, str(script("smoke.py")), json.dumps(payload)],
-                           timeout=opts.timeout, env=inside_env()))
-    res, where, doc = ins.res, ins.where, ins.doc
-    if res.timed_out:
-        r = Result(f"smoke.{where}", "smoke", "fail",
-                   f"timed out after {opts.timeout:g}s during the {where} step: the device may "
-                   "be hung (the whole process group was killed)", timed_out=True,
-                   fix="check neuron-top / dmesg for a stuck device; raise --timeout if a "
-                       "first compile is just slow")
+    if res.timed_out or doc is None:
+        r = _timed_out(opts, where) if res.timed_out else _no_result(python, res, where)
         return SmokeRun((r,), info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
-    if doc is None:
-        return SmokeRun((Result(f"smoke.{where}", "smoke", "fail", no_result(python, ins,
-                                                                               "smoke")),),
-                        info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
+    return _from_doc(doc, res.elapsed)
+
+
+def _timed_out(opts: SmokeOptions, where: str) -> Result:
+    return Result(f"smoke.{where}", "smoke", "fail",
+                  f"timed out after {opts.timeout:g}s during the {where} step: the device may "
+                  "be hung (the whole process group was killed)", timed_out=True,
+                  fix="check neuron-top / dmesg for a stuck device; raise --timeout if a "
+                      "first compile is just slow")
+
+
+def _no_result(python: str, res, where: str) -> Result:
+    if res.error:
+        why = f"could not start {python}: {res.error}"
+    elif res.returncode is not None and res.returncode < 0:
+        why = (f"the target crashed (signal {-res.returncode}) during the {where} step: "
+               f"{res.tail(300) or 'no output'}")
+    else:
+        why = (f"the smoke script gave no result (exit {res.returncode}) during the {where} "
+               f"step: {res.tail(300) or 'no output'}")
+    return Result(f"smoke.{where}", "smoke", "fail", why)
+
+
+def _from_doc(doc: dict, elapsed: float) -> SmokeRun:
     emulated = bool(doc.get("emulated"))
     results = []
     for s in doc.get("steps", []):
         data = {k: v for k, v in s.items() if k not in ("name", "status", "summary")}
         status = s.get("status", "error")
         results.append(Result(
-            f"smoke.{s.get('name')}", "smoke", status if status in RANK_ORDER else "error",
+            f"smoke.{s.get('name')}", "smoke", status if status in STATUSES else "error",
             _label(str(s.get("summary", "")), emulated), details=data or None,
             fix=_fix(s), observed=_observed(s), expected=_expected(s)))
     info = {k: doc.get(k) for k in ("torch", "backend", "warnings", "options")}
-    return SmokeRun(tuple(results), emulated=emulated, info=info, elapsed=res.elapsed)
+    return SmokeRun(tuple(results), emulated=emulated, info=info, elapsed=elapsed)
 
 
 def _observed(s: dict):
@@ -141,4 +115,37 @@ def _fix(s: dict) -> str | None:
 
 
 def worst(results) -> str:
-    return max((r.status for r in results), key=RANK_ORDER.index, default="skip")
+    return max((r.status for r in results), key=RANK.__getitem__, default="skip")
+
+
+@dataclass(frozen=True)
+class Inside:
+    """What an inside/ script left behind: its JSON document (or None), the last step it
+    announced, and the finished subprocess (step markers removed from its stderr)."""
+
+    doc: dict | None
+    where: str
+    res: proc.Completed
+
+
+def collect(res: proc.Completed) -> Inside:
+    """Parse a finished inside/ script: step markers on stderr, the JSON between MARKERs."""
+    steps_seen = _STEP.findall(res.stderr)
+    res = res.replace(stderr=_STEP.sub("", res.stderr).strip())
+    doc = None
+    if res.stdout.count(MARKER) >= 2:
+        try:
+            doc = json.loads(res.stdout.rsplit(MARKER, 2)[-2])
+        except ValueError:
+            doc = None
+    return Inside(doc, steps_seen[-1] if steps_seen else "start-up", res)
+
+
+def no_result(python: str, ins: Inside, what: str) -> str:
+    """Why an inside/ script gave no document: could not start, crashed, or exited early."""
+    return _no_result(python, ins.res, ins.where).summary.replace("the smoke script",
+                                                                 f"the {what} script")
+
+
+def inside_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 _SEP = re.compile(r"[-_.]+")
+# an EC2 instance type as IMDS and users write it: trn2.48xlarge, trn2u.48xlarge
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 
 
 def canonicalize_name(name: str) -> str:

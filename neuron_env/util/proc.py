@@ -1,26 +1,60 @@
-"""Every subprocess goes through `run`: bounded time, own process group, capped output."""
+"""THE subprocess funnel: every child process of neuron-env starts here.
+
+Two modes over one engine (`_Child`):
+- capture (`run`, `spawn`): stdout and stderr come back as text, each capped at MAX_OUTPUT
+  (the tail is kept and a first line says how much was cut);
+- stream (`stream`): stdout and stderr merged, every chunk handed to a sink (the install log)
+  as it arrives, a `tick` callback about every TICK seconds (heartbeat lines); a capped tail
+  comes back for error messages.
+
+What every child gets:
+- its own session and process group (`start_new_session`); on timeout, Ctrl-C or exit the
+  whole group is SIGKILLed;
+- a timeout that holds: pipes are read with a deadline (never an unbounded `communicate()`),
+  and are closed when the deadline passes, so a double-forked grandchild that escaped the
+  group and keeps stdout open cannot hold neuron-env past `timeout` (+ GRACE);
+- Linux: `prctl(PR_SET_PDEATHSIG, SIGKILL)` in the child (ctypes, in `preexec_fn`), so the
+  child dies when neuron-env dies, even by SIGKILL. This reaches the direct child only; its
+  own children are left to the process group kill (which a SIGKILLed parent cannot send).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
-MAX_OUTPUT = 8 * 1024 * 1024
+MAX_OUTPUT = 4 * 1024 * 1024  # per stream, bytes kept (the tail)
+GRACE = 1.0  # after the child exits: how long grandchildren may keep the pipes before we close
+TICK = 0.2
+_CHUNK = 65536
 
 
-@dataclass(frozen=True)
 class Completed:
-    argv: tuple[str, ...]
-    returncode: int | None  # None: did not run or was killed at the timeout
-    stdout: str
-    stderr: str
-    elapsed: float
-    timed_out: bool = False
-    error: str | None = None  # could not start: "not found", "permission denied", ...
+    """A finished (or never-started) child. `returncode` None: did not run or was killed."""
+
+    __slots__ = (
+        "argv",
+        "elapsed",
+        "error",
+        "returncode",
+        "stderr",
+        "stdout",
+        "timed_out",
+        "truncated",
+    )
+
+    def __init__(self, argv: tuple[str, ...], returncode: int | None, stdout: str, stderr: str,
+                 elapsed: float, timed_out: bool = False, error: str | None = None,
+                 truncated: bool = False) -> None:
+        self.argv, self.returncode, self.stdout, self.stderr = argv, returncode, stdout, stderr
+        self.elapsed, self.timed_out, self.error = elapsed, timed_out, error
+        self.truncated = truncated  # some output was cut (see MAX_OUTPUT)
 
     @property
     def ok(self) -> bool:
@@ -30,71 +64,187 @@ class Completed:
         text = (self.stderr or self.stdout or "").strip()
         return text[-n:]
 
+    def replace(self, **kw) -> Completed:
+        d = {k: getattr(self, k) for k in self.__slots__}
+        d.update(kw)
+        return Completed(**d)
+
+
+class _Tail:
+    """A byte buffer that keeps the last `cap` bytes and counts what it dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.buf, self.cut = cap, bytearray(), 0
+
+    def add(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) > 2 * self.cap:  # amortized: trim in big steps
+            self.trim()
+
+    def trim(self) -> None:
+        extra = len(self.buf) - self.cap
+        if extra > 0:
+            del self.buf[:extra]
+            self.cut += extra
+
+    def text(self) -> str:
+        self.trim()
+        body = self.buf.decode("utf-8", "replace")
+        return f"[neuron-env: {self.cut} bytes of output cut]\n{body}" if self.cut else body
+
+
+def _child_setup(parent: int) -> Callable[[], None] | None:
+    """preexec_fn (Linux): PR_SET_PDEATHSIG = SIGKILL. ctypes is imported in the child (the
+    single-threaded fork, just before exec), not in neuron-env: it costs ~8 ms of start-up."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def setup() -> None:  # runs in the child between fork and exec
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except BaseException:  # no prctl: the child just lacks the guard
+            return
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+    return setup
+
 
 def kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-class Running:
-    """A started subprocess (see `spawn`); `result()` waits for it within its deadline."""
+def _popen(argv, *, env, cwd, input, merge: bool) -> tuple[subprocess.Popen | None, str | None]:
+    try:
+        return subprocess.Popen(
+            argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+            env=env, cwd=cwd, start_new_session=True,
+            preexec_fn=_child_setup(os.getpid())), None
+    except FileNotFoundError:
+        return None, "not found"
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as e:
+        return None, e.strerror or str(e)
 
-    def __init__(self, argv: list[str], timeout: float, env: dict[str, str] | None,
-                 input: str | None, cwd: str | None) -> None:
-        self.argv, self.input = tuple(argv), input
+
+class _Child:
+    """One started child and its pipes; `wait` reads them until EOF, exit + GRACE or deadline."""
+
+    def __init__(self, argv, timeout, env, input, cwd, merge, sink=None, tick=None) -> None:
+        self.argv, self.sink, self.tick = tuple(argv), sink, tick
         self.start = time.monotonic()
         self.deadline = self.start + timeout
-        self.error: str | None = None
-        self.proc: subprocess.Popen | None = None
-        try:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            self.error = "not found"
-        except PermissionError:
-            self.error = "permission denied"
-        except OSError as e:
-            self.error = e.strerror or str(e)
+        self.input = input.encode() if input is not None else None
+        self.proc, self.error = _popen(argv, env=env, cwd=cwd, input=input, merge=merge)
+        self.out, self.err = _Tail(MAX_OUTPUT), _Tail(MAX_OUTPUT)
+        self.timed_out = False
 
-    def result(self) -> Completed:
+    def _feed_input(self) -> None:
+        # written whole before reading: fine for the small inputs it is for (< 64 KiB, a pipe)
+        if self.proc.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, OSError):
+            if self.input:
+                self.proc.stdin.write(self.input)
+            self.proc.stdin.close()
+
+    def _selector(self) -> selectors.BaseSelector:
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ, self.out)
+        if self.proc.stderr is not None:
+            sel.register(self.proc.stderr, selectors.EVENT_READ, self.err)
+        return sel
+
+    def _read_ready(self, sel, wait: float) -> None:
+        for key, _ in sel.select(max(0.0, wait)):
+            data = os.read(key.fd, _CHUNK)
+            if not data:
+                sel.unregister(key.fileobj)
+                continue
+            key.data.add(data)
+            if self.sink is not None:
+                self.sink(data)
+
+    def _pump(self) -> None:
+        sel, exited_at, next_tick = self._selector(), None, time.monotonic() + TICK
+        try:
+            while sel.get_map():
+                now = time.monotonic()
+                if now >= self.deadline:
+                    self.timed_out = self.proc.poll() is None
+                    break
+                if exited_at is None and self.proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > GRACE:
+                    break  # a grandchild holds the pipe: stop reading, it is not ours to wait
+                self._read_ready(sel, min(TICK, self.deadline - now))
+                if self.tick is not None and time.monotonic() >= next_tick:
+                    self.tick(time.monotonic() - self.start)
+                    next_tick = time.monotonic() + TICK
+        finally:
+            sel.close()
+
+    def wait(self) -> Completed:
         if self.proc is None:
             return Completed(self.argv, None, "", "", 0.0, error=self.error)
-        return _finish(self.proc, self.argv, self.input, self.start, self.deadline)
+        try:
+            self._feed_input()
+            self._pump()
+            if not self.timed_out:
+                self.timed_out = not _reap(self.proc, self.deadline)
+        finally:  # timeout, Ctrl-C, or grandchildren left behind: the whole group goes
+            kill_group(self.proc)
+            _close(self.proc)
+            if self.proc.poll() is None:
+                self.proc.wait()  # SIGKILLed: returns at once
+        return Completed(self.argv, None if self.timed_out else self.proc.returncode,
+                         self.out.text(), self.err.text(), time.monotonic() - self.start,
+                         timed_out=self.timed_out, truncated=bool(self.out.cut or self.err.cut))
+
+
+def _reap(proc: subprocess.Popen, deadline: float) -> bool:
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _close(proc: subprocess.Popen) -> None:
+    for f in (proc.stdout, proc.stderr, proc.stdin):
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+class Running:
+    """A started child (see `spawn`); `result()` collects it within its deadline."""
+
+    def __init__(self, child: _Child) -> None:
+        self.child = child
+
+    def result(self) -> Completed:
+        return self.child.wait()
 
 
 def spawn(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
           input: str | None = None, cwd: str | None = None) -> Running:
-    """Start argv now (own session) and collect it later: lets probes overlap."""
-    return Running(argv, timeout, env, input, cwd)
+    """Start argv now and collect it later (lets probes overlap); capture mode."""
+    return Running(_Child(argv, timeout, env, input, cwd, merge=False))
 
 
 def run(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
         input: str | None = None, cwd: str | None = None) -> Completed:
-    """Run argv in its own session; on timeout kill the whole process group."""
+    """Capture mode: run argv, return its (capped) stdout and stderr."""
     return spawn(argv, timeout=timeout, env=env, input=input, cwd=cwd).result()
 
 
-def _finish(proc: subprocess.Popen, argv: tuple[str, ...], input: str | None, start: float,
-            deadline: float) -> Completed:
-    try:
-        out, err = proc.communicate(input.encode() if input is not None else None,
-                                    timeout=max(0.0, deadline - time.monotonic()))
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        timed_out = True
-    except BaseException:  # Ctrl-C: take the children down with us
-        kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        kill_group(proc)  # grandchildren left behind by a finished child
-    return Completed(
-        argv, None if timed_out else proc.returncode,
-        out[:MAX_OUTPUT].decode("utf-8", "replace"), err[:MAX_OUTPUT].decode("utf-8", "replace"),
-        time.monotonic() - start, timed_out=timed_out,
-    )
+def stream(argv: list[str], *, timeout: float, sink: Callable[[bytes], None],
+           tick: Callable[[float], None] | None = None, env: dict[str, str] | None = None,
+           cwd: str | None = None) -> Completed:
+    """Stream mode: stdout+stderr merged, each chunk to `sink`; `.stdout` holds the tail."""
+    return _Child(argv, timeout, env, None, cwd, merge=True, sink=sink, tick=tick).wait()

@@ -22,7 +22,7 @@ def target(packages: dict[str, str] | None = None, version: str = "3.12.4", *,
            error: str | None = None, manifest: dict | None = None, marker: set | None = None,
            direct: dict | None = None, broken: tuple = ()) -> TargetFacts:
     pk = GOOD if packages is None else packages
-    dists = {canonicalize_name(n): Dist(n, v, "pip", (direct or {}).get(n), "/venv/site",
+    dists = {canonicalize_name(n): Dist(n, v, (direct or {}).get(n), "/venv/site",
                                          n in (marker or set())) for n, v in pk.items()}
     if error:
         return TargetFacts("/venv/bin/python", "--python", error=error)

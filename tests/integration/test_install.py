@@ -23,6 +23,8 @@ from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
+pytestmark = pytest.mark.integration
+
 SCHEMA = json.loads((REPO / "neuron_env/schemas/install.schema.json").read_text())
 
 
@@ -461,3 +463,32 @@ def test_uv_installs_the_same_plan(idx, host_root, tmp_path):
     assert any(s["name"] == "install (uv)" for s in doc["steps"])
     got = dists(py)
     assert got["torch-neuronx"] == "2.14.3.0.1" and got["nki"] == "0.3.0"
+    # uv compiled the bytecode (as pip does): the installed packages have __pycache__
+    site = Path(py).parent.parent / "lib"
+    for pkg in ("torch", "torch_neuronx"):
+        found = list(site.glob(f"python3*/site-packages/{pkg}/__pycache__/*.pyc"))
+        assert found, f"no bytecode for {pkg} after a uv install"
+
+
+def test_uv_install_command_compiles_bytecode(tmp_path):
+    """The exact uv command install runs leaves __pycache__ behind (as pip does): without it
+    the first `import torch` compiles everything, and every import does under
+    PYTHONDONTWRITEBYTECODE=1."""
+    from neuron_env.install import installers
+    from neuron_env.util import proc
+    from tests.helpers.envs import site_packages
+    from tests.helpers.wheels import Stand, build_wheel
+
+    uv = installers.find_uv()
+    if uv is None:
+        pytest.skip("uv is not installed (pip install uv)")
+    whl = build_wheel(tmp_path / "w", Stand("tiny-mod", "1.0", body="X = 1\n"))
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"tiny-mod @ {whl.as_uri()}\n")
+    py = make_venv(tmp_path / "v")
+    inst = installers.Installer("uv", (str(py), "-m", "pip"), uv)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", UV_NO_CACHE="1")
+    r = proc.run(installers.install_cmd(inst, str(py), str(lock), hashes=False), timeout=120,
+                 env=env)
+    assert r.ok, r.stdout + r.stderr
+    assert list((site_packages(py) / "tiny_mod" / "__pycache__").glob("*.pyc"))

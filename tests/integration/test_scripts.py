@@ -19,6 +19,8 @@ from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.roots import trn2_host
 from tests.helpers.servers import IMDS
 
+pytestmark = pytest.mark.integration
+
 SHELLCHECK = shutil.which("shellcheck")
 
 

@@ -1,0 +1,45 @@
+"""Unit tests are pure: an autouse guard fails any real subprocess or network connection
+(AF_UNIX sockets stay allowed). What needs a process or a server is an integration test."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+
+import pytest
+
+
+class RealWorldTouched(AssertionError):
+    pass
+
+
+def _refuse(what: str):
+    def refuse(*args, **kwargs):
+        raise RealWorldTouched(f"a unit test tried to {what}: move it to tests/integration "
+                               f"(args: {args[:2]!r})")
+    return refuse
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _local_only(real):
+    def connect(self, address):
+        if self.family != socket.AF_UNIX:
+            raise RealWorldTouched(f"a unit test tried to connect to {address!r}: move it to "
+                                   "tests/integration")
+        return real(self, address)
+    return connect
+
+
+@pytest.fixture(autouse=True)
+def _no_processes_no_network(monkeypatch):
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse("start a process"))
+    for name in ("system", "posix_spawn", "posix_spawnp", "fork", "forkpty", "execv", "execve",
+                 "execvp", "execvpe"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, _refuse(f"call os.{name}"))
+    monkeypatch.setattr(socket.socket, "connect", _local_only(_real_connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", _local_only(_real_connect_ex))
