@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from neuron_env.probes.cache import CacheDir, probe_cache
+from neuron_env.probes.container import ContainerFacts, probe_container
+from neuron_env.probes.efa import EfaFacts, probe_efa
+from neuron_env.probes.environ import EnvFacts, probe_env
+from neuron_env.probes.holders import Holder, probe_holders
 from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
 from neuron_env.probes.instance import InstanceFacts, probe_instance
 from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
+from neuron_env.probes.tools import ToolsFacts, probe_tools
+
+# the PATH a login shell of a mounted image would have (its own PATH is not knowable from here)
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,12 @@ class HostFacts:
     driver: DriverFacts
     neuron_ls: NeuronLsFacts | None  # None under --root: it would describe the real host
     aws: object | None = None  # aws.NeuronInfo, with --aws
+    env: EnvFacts = field(default_factory=EnvFacts)
+    container: ContainerFacts = field(default_factory=ContainerFacts)
+    efa: EfaFacts = field(default_factory=EfaFacts)
+    tools: ToolsFacts | None = None  # None: not probed
+    cache: tuple[CacheDir, ...] | None = None  # None: not probed
+    holders: tuple[Holder, ...] = ()  # processes neuron-ls lists on the NeuronCores
 
     def serialize(self) -> dict:
         t = self.target
@@ -45,11 +60,16 @@ class HostFacts:
             "neuron_ls": None if self.neuron_ls is None else {
                 "path": self.neuron_ls.path, "error": self.neuron_ls.error,
                 "devices": None if self.neuron_ls.devices is None else len(self.neuron_ls.devices)},
+            "container": {"in_container": self.container.in_container,
+                          "kind": self.container.kind,
+                          "evidence": list(self.container.evidence)},
+            "efa": {"ib_devices": list(self.efa.ib_devices), "uverbs": list(self.efa.uverbs),
+                    "fi_info_providers": self.efa.fi_info_providers},
         }
 
 
 def gather(root: Root, python: str | None, instance_type: str | None,
-           want_neuron_ls: bool = True, started=None) -> HostFacts:
+           want_neuron_ls: bool = True, started=None, environ=None) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
     target = started or start_probe(python)
     arch, arch_source = probe_arch(root)
@@ -57,6 +77,12 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     os_facts = probe_os(root)
     driver = probe_driver(root)
     neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
+    env = probe_env(environ)
+    path = IMAGE_PATH if root.explicit else env.get("PATH", "")
+    tgt = finish_probe(*target)
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=finish_probe(*target), driver=driver,
-                     neuron_ls=neuron_ls)
+                     arch_source=arch_source, target=tgt, driver=driver,
+                     neuron_ls=neuron_ls, env=env, container=probe_container(root, env.vars),
+                     efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
+                     tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
+                     holders=probe_holders(root, neuron_ls.devices if neuron_ls else None))
