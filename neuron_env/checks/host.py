@@ -50,7 +50,7 @@ def instance_type(facts, m, ctx) -> Result:
 @check("os.release", "os")
 def os_release(facts, m, ctx) -> Result:
     o = facts.os
-    supported = [e for e in m.os if e.status == "supported"]
+    supported = [e for e in m.os if e.status == "supported" and not e.disputed_status]
     expected = ", ".join(e.label for e in supported)
     if o.error:
         return Result("os.release", "os", "fail", f"cannot tell the OS: {o.error}",

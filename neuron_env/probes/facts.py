@@ -13,10 +13,7 @@ from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe
 from neuron_env.probes.instance import InstanceFacts, probe_instance
 from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
-from neuron_env.probes.tools import ToolsFacts, probe_tools
-
-# the PATH a login shell of a mounted image would have (its own PATH is not knowable from here)
-IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+from neuron_env.probes.tools import ToolsFacts, image_path, probe_tools
 
 
 @dataclass(frozen=True)
@@ -78,11 +75,14 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     driver = probe_driver(root)
     neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
     env = probe_env(environ)
-    path = IMAGE_PATH if root.explicit else env.get("PATH", "")
+    # under --root the image's own PATH counts, and this process's environment says nothing
+    # about the image's container-ness
+    path = image_path(root) if root.explicit else env.get("PATH", "")
     tgt = finish_probe(*target)
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
                      arch_source=arch_source, target=tgt, driver=driver,
-                     neuron_ls=neuron_ls, env=env, container=probe_container(root, env.vars),
+                     neuron_ls=neuron_ls, env=env,
+                     container=probe_container(root, None if root.explicit else env.vars),
                      efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
                      tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
                      holders=probe_holders(root, neuron_ls.devices if neuron_ls else None))

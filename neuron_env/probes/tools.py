@@ -30,6 +30,27 @@ def _executable(root: Root, directory: str, name: str) -> str | None:
     return f"{directory.rstrip('/')}/{name}" if f.is_file() and os.access(f, os.X_OK) else None
 
 
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def image_path(root: Root) -> str:
+    """A login shell's PATH in a mounted image: the default, /etc/environment's PATH, and
+    /opt/aws/neuron/bin when a /etc/profile.d script adds it (as the Neuron setup guides do)."""
+    dirs = IMAGE_PATH.split(":")
+    for line in (root.read("etc/environment", limit=64 << 10) or "").splitlines():
+        if line.strip().startswith("PATH="):
+            dirs = [d for d in line.split("=", 1)[1].strip().strip('"').split(":") if d] + dirs
+    try:
+        scripts = sorted(root.file("etc/profile.d").glob("*.sh"))
+    except OSError:
+        scripts = []
+    for f in scripts:
+        text = root.read(str(f.relative_to(root.path)), limit=64 << 10) or ""
+        if NEURON_BIN in text and "PATH" in text:
+            dirs.append(NEURON_BIN)
+    return ":".join(dict.fromkeys(dirs))
+
+
 def probe_tools(root: Root, path_env: str | None, venv_prefix: str | None = None) -> ToolsFacts:
     dirs = [d for d in (path_env or "").split(os.pathsep) if d]
     on_path, in_bin, in_venv = {}, {}, {}
