@@ -39,6 +39,13 @@ def dlami_choice(m, os_name: str) -> tuple[str, str | None]:
                    f"PyTorch pre-installed since Neuron 2.32")
 
 
+def matrix_facts(m, t) -> dict:
+    src = m.source_by_id(t.source)
+    return {"devices": t.devices, "cores_per_device": t.cores_per_device,
+            "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed,
+            "lnc_default": t.lnc_default, "efa": t.efa, "source": src.url if src else None}
+
+
 def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
         root: str | None = None) -> dict:
     m = catalog.select(matrix)
@@ -62,11 +69,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
            "family": None if fam is None else {
                "name": fam.family, "supported": fam.supported, "accelerator": fam.accelerator,
                "reason": fam.reason},
-           "matrix_facts": None if t is None else {
-               "devices": t.devices, "cores_per_device": t.cores_per_device,
-               "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed,
-               "lnc_default": t.lnc_default, "efa": t.efa,
-               "source": (m.source_by_id(t.source).url if m.source_by_id(t.source) else None)},
+           "matrix_facts": None if t is None else matrix_facts(m, t),
            "aws": None, "dlami": None, "warnings": []}
     if fam is None:
         doc["warnings"].append(f"{family_of(type_)} is not a Neuron family in Neuron "
