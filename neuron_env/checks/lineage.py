@@ -36,9 +36,12 @@ def _native_problems(t, nx) -> list[str]:
         out.append(f"torch-neuronx {nx.version} is the XLA-based library (torch {torch}, "
                    "xm.xla_device()), not the native 'neuron' device: 'cannot import name "
                    "neuron from torch' follows")
+    xla_left = bool(out) or t.dist("torch-xla") is not None
     for name in XLA_DISTS:
         d = t.dist(name)
-        if d:
+        # libneuronxla alone may be a dependency of the native wheel (the stand-in index models
+        # it so; no page read says otherwise): a leftover only beside torch-xla or an XLA build
+        if d and (name != "libneuronxla" or xla_left):
             out.append(f"{d.name} {d.version} is installed beside the native backend (XLA-era "
                        "package: it can register a second PrivateUse1 backend or shadow "
                        "torch.neuron)")
@@ -71,8 +74,9 @@ def backend_lineage(facts, m, ctx) -> Result:
                       "torch-neuronx not installed (see backend.pairing)", observed=observed)
     problems = _native_problems(t, nx)
     if problems:
-        remove = sorted({d.name for d in xla} | ({nx.name} if nx and xla_era(nx.version)
-                                                 else set()))
+        named = " ".join(problems)
+        remove = sorted({d.name for d in xla if f"{d.name} {d.version}" in named}
+                        | ({nx.name} if nx and xla_era(nx.version) else set()))
         fix = (f"{_python(ctx, facts)} -m pip uninstall -y {' '.join(remove)} && "
                + install_cmd(ctx, facts))
         return Result("backend.lineage", "backend", "fail", problems[0] + (

@@ -130,6 +130,14 @@ def test_torch_xla_beside_native_fails():
     assert "uninstall -y torch-xla &&" in r.fix
 
 
+def test_libneuronxla_alone_beside_native_is_not_a_leftover():
+    r = one("backend.lineage", host(tgt=target({**GOOD, "libneuronxla": "2.2.0"})))
+    assert r.status == "pass"
+    r = one("backend.lineage", host(tgt=target({**GOOD, "libneuronxla": "2.2.0",
+                                                "torch-xla": "2.9.0"})))
+    assert r.status == "fail" and "uninstall -y libneuronxla torch-xla &&" in r.fix
+
+
 def test_native_backend_against_an_xla_matrix_fails():
     r = one("backend.lineage", host(), m=catalog.select("2.31.1"))
     assert r.status == "fail" and "--matrix 2.33" in r.fix
