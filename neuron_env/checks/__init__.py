@@ -48,7 +48,17 @@ def all_ids() -> list[str]:
 
 
 def _load() -> None:
-    from neuron_env.checks import aws, backend, driver, host  # noqa: F401  (they register)
+    from neuron_env.checks import (  # noqa: F401  (they register)
+        aws,
+        backend,
+        cache,
+        container,
+        driver,
+        host,
+        lineage,
+        network,
+        tools,
+    )
 
     # report order is category order (instance, os, python, backend, driver), then definition
     order = list(CATEGORIES)

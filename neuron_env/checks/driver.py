@@ -170,3 +170,250 @@ def driver_devices(facts, m, ctx) -> Result:
                   f"{nodes} Neuron device{'s' if nodes != 1 else ''} visible"
                   + (f" (as expected for {inst.type})" if expected else ""),
                   observed=observed, expected=expected)
+
+
+# -- driver.versions: driver, runtime, collectives and tools in step ----------------------------
+LEGACY = ("aws-neuron-dkms", "aws-neuron-runtime", "aws-neuron-runtime-base", "aws-neuron-tools")
+STACK = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
+         "aws-neuronx-tools")
+
+
+def base_version(v: str | None) -> str | None:
+    """dpkg's `2.34.10.0-0e2a8f4ad` -> `2.34.10.0`."""
+    return v.split("-")[0].strip() if v else None
+
+
+def minor(v: str | None) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(x) for x in (base_version(v) or "").split(".")[:2])
+    except ValueError:
+        return None
+
+
+def _vtuple(v: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in (base_version(v) or "").split("."))
+    except ValueError:
+        return ()
+
+
+def _apt_pin(m, name: str) -> str:
+    a = m.apt(name)
+    return f"{name}={a.version}*" if a and a.version else name
+
+
+def _legacy_result(d, m) -> Result | None:
+    legacy = [n for n in LEGACY if n in d.packages]
+    if not legacy:
+        return None
+    return Result("driver.versions", "driver", "fail",
+                  f"legacy non-x package(s) installed: {', '.join(legacy)} (they conflict with "
+                  "the aws-neuronx-* packages: 'Unable to determine Neuron Driver version', "
+                  "runtime compatibility-id errors)",
+                  observed={n: d.packages[n] for n in legacy},
+                  fix=f"sudo apt-get remove -y --purge {' '.join(legacy)} && sudo apt-get "
+                      f"install -y {' '.join(_apt_pin(m, n) for n in STACK)}",
+                  docs=m.doc("install_troubleshooting") or m.doc("setup"))
+
+
+def _release_differences(d, m) -> tuple[list[str], list[str]]:
+    """(hard, soft): versions against the matrix's; soft when the matrix's are unconfirmed."""
+    hard, soft = [], []
+    for name in STACK:
+        a, have = m.apt(name), base_version(d.packages.get(name))
+        if not (a and a.version and have) or have == a.version:
+            continue
+        msg = f"{name} {have} (Neuron {m.release}: {a.version})"
+        (hard if a.confirmed else soft).append(msg)
+    return hard, soft
+
+
+def _stack_mismatches(d, m) -> list[str]:
+    """Packages out of step with each other, whatever the release says."""
+    p = d.packages
+    out = []
+    rt, coll = p.get("aws-neuronx-runtime-lib"), p.get("aws-neuronx-collectives")
+    if rt and coll and minor(rt) != minor(coll):
+        out.append(f"aws-neuronx-runtime-lib {base_version(rt)} and aws-neuronx-collectives "
+                   f"{base_version(coll)} are from different releases (undefined symbol nrt_… "
+                   "errors)")
+    want_rt, want_dkms = m.apt("aws-neuronx-runtime-lib"), m.apt("aws-neuronx-dkms")
+    dkms = p.get("aws-neuronx-dkms")
+    if (rt and dkms and want_rt and want_dkms and want_rt.version and want_dkms.version
+            and minor(rt) == minor(want_rt.version)
+            and _vtuple(dkms) < _vtuple(want_dkms.version)):
+        out.append(f"aws-neuronx-runtime-lib {base_version(rt)} (Neuron {m.release}) needs "
+                   f"aws-neuronx-dkms {want_dkms.version} or newer, found {base_version(dkms)}")
+    return out
+
+
+def _loaded_vs_installed(facts) -> str | None:
+    d = facts.driver
+    dkms = base_version(d.packages.get("aws-neuronx-dkms"))
+    if facts.instance.assumed or _image(facts) or not (d.module_version and dkms):
+        return None
+    if base_version(d.module_version) != dkms:
+        return (f"the loaded neuron module is {d.module_version} but aws-neuronx-dkms {dkms} "
+                "is installed (the new module is not loaded yet)")
+    return None
+
+
+@check("driver.versions", "driver")
+def driver_versions(facts, m, ctx) -> Result:
+    d = facts.driver
+    if not d.dpkg_present:
+        return Result("driver.versions", "driver", "skip",
+                      "no dpkg status: package versions cannot be compared")
+    if (r := _legacy_result(d, m)) is not None:
+        return r
+    present = {n: d.packages.get(n) for n in STACK}
+    if not any(present.values()):
+        return Result("driver.versions", "driver", "skip",
+                      "no aws-neuronx packages installed (see driver.packages)")
+    expected = {n: (m.apt(n).version if m.apt(n) else None) for n in STACK}
+    observed = {**present, "module_version": d.module_version}
+    fails = _stack_mismatches(d, m)
+    loaded = _loaded_vs_installed(facts)
+    hard, soft = _release_differences(d, m)
+    fix = "sudo apt-get install -y " + " ".join(_apt_pin(m, n) for n in STACK)
+    if loaded:
+        fails.append(loaded)
+        fix += " && (sudo modprobe -r neuron && sudo modprobe neuron, or reboot)"
+    if fails or hard:
+        probs = fails + hard
+        return Result("driver.versions", "driver", "fail", probs[0] + (
+            f" (+{len(probs) - 1} more)" if len(probs) > 1 else ""), observed=observed,
+            expected=expected, fix=fix, docs=m.doc("runtime_notes") or m.doc("setup"),
+            details={"problems": probs})
+    if soft:
+        srcs = {a.source for n in STACK if (a := m.apt(n)) and not a.confirmed}
+        where = ", ".join(s.url for x in sorted(filter(None, srcs)) if (s := m.source_by_id(x)))
+        return Result("driver.versions", "driver", "warn",
+                      f"differs from Neuron {m.release}'s component versions (not confirmed as "
+                      f"apt pins): {'; '.join(soft)}", observed=observed, expected=expected,
+                      fix=fix, docs=where or m.doc("release_notes"))
+    return Result("driver.versions", "driver", "pass",
+                  "driver, runtime, collectives and tools in step"
+                  + (f" with Neuron {m.release}" if any(expected.values()) else ""),
+                  observed=observed, expected=expected)
+
+
+# -- driver.cores: the logical NeuronCores the runtime will show, and who holds them -------------
+def parse_core_list(text: str) -> set[int] | None:
+    """NEURON_RT_VISIBLE_CORES: `0-3,6` -> {0, 1, 2, 3, 6}; None when malformed."""
+    out: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+            return None
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _lnc(facts, typ) -> tuple[int | None, str, str | None]:
+    """(lnc, where from, problem)."""
+    raw = facts.env.get("NEURON_LOGICAL_NC_CONFIG")
+    if raw is not None:
+        if raw.strip() not in ("1", "2"):
+            return None, "NEURON_LOGICAL_NC_CONFIG", (
+                f"NEURON_LOGICAL_NC_CONFIG={raw!r}: only 1 and 2 are supported (LNC=8 is not)")
+        return int(raw), "NEURON_LOGICAL_NC_CONFIG", None
+    nls = facts.neuron_ls.devices if facts.neuron_ls else None
+    seen = {d.get("logical_neuroncore_config") for d in nls or ()} - {None}
+    if len(seen) == 1 and isinstance(next(iter(seen)), int):
+        return next(iter(seen)), "neuron-ls", None
+    if typ and typ.lnc_default:
+        return typ.lnc_default, "the instance type's default", None
+    return None, "unknown", None
+
+
+def _holder_findings(facts) -> tuple[list[str], list[str], list[str]]:
+    """(stale, busy, fixes) from the processes neuron-ls lists."""
+    stale, busy, fixes = [], [], []
+    for h in facts.holders:
+        where = f"pid {h.pid} ({h.command}) on device(s) {', '.join(map(str, h.devices))}"
+        if h.alive is False:
+            stale.append(f"{where} no longer exists but still holds NeuronCores")
+            fixes.append("sudo modprobe -r neuron && sudo modprobe neuron (or reboot) to release "
+                         f"the cores of the dead pid {h.pid}")
+        elif h.zombie:
+            stale.append(f"{where} is a zombie holding NeuronCores")
+            fixes.append(f"sudo kill -9 {h.ppid} (the parent of zombie {h.pid})" if h.ppid
+                         else f"sudo kill -9 {h.pid}")
+        else:
+            busy.append(where)
+    return stale, busy, fixes
+
+
+def _expected_logical(typ, lnc) -> int | None:
+    if typ and typ.devices and typ.cores_per_device and lnc:
+        return typ.devices * typ.cores_per_device // lnc
+    return None
+
+
+@check("driver.cores", "driver")
+def driver_cores(facts, m, ctx) -> Result:
+    if facts.instance.assumed or _image(facts):
+        return Result("driver.cores", "driver", "skip",
+                      "NeuronCores of the target cannot be seen from this host or image")
+    why = _not_neuron_host(facts, m)
+    if why and not facts.driver.device_nodes:
+        return Result("driver.cores", "driver", "skip", f"{why}: no NeuronCores expected")
+    typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
+    lnc, lnc_from, bad_lnc = _lnc(facts, typ)
+    expected = _expected_logical(typ, lnc)
+    nls = facts.neuron_ls.devices if facts.neuron_ls else None
+    listed = sum(d.get("nc_count") or 0 for d in nls) if nls else None
+    visible_raw = facts.env.get("NEURON_RT_VISIBLE_CORES")
+    visible = parse_core_list(visible_raw) if visible_raw else None
+    observed = {"lnc": lnc, "lnc_from": lnc_from, "neuron_ls_logical_cores": listed,
+                "NEURON_RT_VISIBLE_CORES": visible_raw,
+                "holders": [{"pid": h.pid, "command": h.command, "alive": h.alive}
+                            for h in facts.holders]}
+    docs = m.doc("lnc")
+    problems, fixes = [], []
+    if bad_lnc:
+        problems.append(bad_lnc)
+        fixes.append("export NEURON_LOGICAL_NC_CONFIG=2 (the Trn2 default) or 1")
+    if visible_raw and visible is None:
+        problems.append(f"NEURON_RT_VISIBLE_CORES={visible_raw!r} is not a core list "
+                        "such as '0-3' or '0,2'")
+        fixes.append("export NEURON_RT_VISIBLE_CORES=0-3  (or unset it)")
+    total = listed if listed else expected
+    if visible and total is not None and max(visible) >= total:
+        problems.append(f"NEURON_RT_VISIBLE_CORES={visible_raw} asks for core {max(visible)}, "
+                        f"but only {total} logical cores exist (0-{total - 1}) at LNC={lnc}")
+        fixes.append(f"export NEURON_RT_VISIBLE_CORES=0-{total - 1}")
+    stale, busy, hfix = _holder_findings(facts)
+    problems += stale
+    fixes += hfix
+    if problems:
+        return Result("driver.cores", "driver", "fail", problems[0] + (
+            f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""), observed=observed,
+            expected=expected, fix="; ".join(fixes), docs=docs,
+            details={"problems": problems})
+    return _cores_verdict(facts, observed, expected, listed, lnc, lnc_from, busy, visible, docs)
+
+
+def _cores_verdict(facts, observed, expected, listed, lnc, lnc_from, busy, visible,
+                   docs) -> Result:
+    n = len(visible) if visible else (listed or expected)
+    what = f"{n} logical NeuronCores" if n else "logical NeuronCore count unknown"
+    what += f" at LNC={lnc} ({lnc_from})" if lnc else ""
+    if visible:
+        what += " (NEURON_RT_VISIBLE_CORES)"
+    if listed is not None and expected is not None and listed != expected:
+        return Result("driver.cores", "driver", "warn",
+                      f"neuron-ls shows {listed} logical cores; {facts.instance.type} at "
+                      f"LNC={lnc} should have {expected}", observed=observed,
+                      expected=expected, fix="check dmesg and neuron-ls for cores that failed "
+                      "to initialise", docs=docs)
+    if busy:
+        return Result("driver.cores", "driver", "warn",
+                      f"{what}; in use by {len(busy)} process(es): {busy[0]}",
+                      observed=observed, expected=expected,
+                      fix="a job started now fails with 'NeuronCore(s) not available' unless "
+                          "it uses other cores (NEURON_RT_VISIBLE_CORES); stop the holder if it "
+                          "should not be running", docs=docs, details={"holders": busy})
+    return Result("driver.cores", "driver", "pass", what + ", none held", observed=observed,
+                  expected=expected)

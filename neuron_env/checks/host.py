@@ -50,7 +50,7 @@ def instance_type(facts, m, ctx) -> Result:
 @check("os.release", "os")
 def os_release(facts, m, ctx) -> Result:
     o = facts.os
-    supported = [e for e in m.os if e.status == "supported"]
+    supported = [e for e in m.os if e.status == "supported" and not e.disputed_status]
     expected = ", ".join(e.label for e in supported)
     if o.error:
         return Result("os.release", "os", "fail", f"cannot tell the OS: {o.error}",
@@ -70,6 +70,8 @@ def os_release(facts, m, ctx) -> Result:
         return Result("os.release", "os", "fail", f"{name}: {entry.status}",
                       observed=observed, expected=expected, docs=m.doc("release_notes"),
                       **_dlami_fix(m, entry.message))
+    if entry.disputed_status:
+        return _disputed_os(m, entry, name, observed, expected)
     neuronx = facts.target.dist("torch-neuronx") if facts.target.usable else None
     if entry.wheels is False and neuronx is None:
         return Result("os.release", "os", "warn",
@@ -78,6 +80,23 @@ def os_release(facts, m, ctx) -> Result:
                       docs=m.doc("setup"))
     return Result("os.release", "os", "pass", f"{name} (supported)", observed=observed,
                   expected=expected)
+
+
+def _disputed_os(m, entry, name, observed, expected) -> Result:
+    """The sources disagree about this OS: say both, with their sources; a warning, not a fail."""
+    ours, theirs = m.source_by_id(entry.source), m.source_by_id(entry.disputed_source)
+    how = ", ".join(x for x in (
+        "no prebuilt wheels" if entry.wheels is False else None,
+        "build from source" if entry.build_from_source else None,
+        "no new DLAMIs" if entry.new_dlamis is False else None) if x)
+    summary = (f"{name}: sources disagree — {entry.status}" + (f" ({how})" if how else "")
+               + f" per {ours.title or ours.id if ours else 'the matrix'}; "
+               f"{entry.disputed_status} per "
+               f"{theirs.title or theirs.id if theirs else 'another source'}")
+    return Result("os.release", "os", "warn", summary, observed=observed, expected=expected,
+                  fix=entry.message, docs=ours.url if ours else m.doc("release_notes"),
+                  details={"sources": {entry.status: ours.url if ours else None,
+                                       entry.disputed_status: theirs.url if theirs else None}})
 
 
 @check("os.arch", "os")

@@ -26,11 +26,13 @@ def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
 def matrix_show(release: str = typer.Argument(None, help="A release (2.33, 2.31) or a TOML "
                                                "file; default the newest."),
                 format: Fmt = typer.Option(Fmt.text, "--format"),
-                matrix_dir: list[Path] = MATRIX_DIR) -> None:
+                matrix_dir: list[Path] = MATRIX_DIR,
+                verbose: bool = typer.Option(False, "-v", "--verbose",
+                                             help="Also list every fact's sources.")) -> None:
     """Show one release's matrix as a table or as neuron-env.matrix/1 JSON."""
     from neuron_env.commands import matrix_cmd
 
-    emit(lambda: matrix_cmd.show_doc(release, matrix_dir or []), format.value,
+    emit(lambda: matrix_cmd.show_doc(release, matrix_dir or [], verbose), format.value,
          matrix_cmd.SCHEMA)
 
 

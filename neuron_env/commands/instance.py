@@ -17,11 +17,35 @@ DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
 
 def dlami_parameter(m, os_name: str) -> str:
+    return dlami_choice(m, os_name)[0]
+
+
+def dlami_choice(m, os_name: str) -> tuple[str, str | None]:
+    """(SSM parameter, warning). The single-framework DLAMI when the matrix states its parameter
+    (`ssm_single_framework_<os>`); otherwise the multi-framework one, said plainly."""
     if not re.fullmatch(r"[a-z]+-\d+\.\d+", os_name):
         raise UsageError(f"--dlami {os_name!r}: expected an OS such as ubuntu-24.04",
                          hint="e.g. --dlami ubuntu-24.04")
-    key = "ssm_" + os_name.replace("-", "_").replace(".", "_")
-    return dict(m.dlami).get(key) or DLAMI_PARAM.format(os=os_name)
+    suffix = os_name.replace("-", "_").replace(".", "_")
+    d = dict(m.dlami)
+    if d.get(f"ssm_single_framework_{suffix}"):
+        return d[f"ssm_single_framework_{suffix}"], None
+    param = (d.get(f"ssm_{suffix}") or d.get(f"ssm_multi_framework_{suffix}")
+             or DLAMI_PARAM.format(os=os_name))
+    if m.backend != "native" or "name" not in d:
+        return param, None
+    return param, (f"this is the multi-framework DLAMI: AWS points TorchNeuron users at the "
+                   f"single-framework '{d['name']}', whose SSM parameter no AWS page read for "
+                   f"this matrix states (list them: aws ssm get-parameters-by-path --path "
+                   f"/aws/service/neuron/dlami --recursive); the multi-framework DLAMI has no "
+                   f"PyTorch pre-installed since Neuron 2.32")
+
+
+def matrix_facts(m, t) -> dict:
+    src = m.source_by_id(t.source)
+    return {"devices": t.devices, "cores_per_device": t.cores_per_device,
+            "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed,
+            "lnc_default": t.lnc_default, "efa": t.efa, "source": src.url if src else None}
 
 
 def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
@@ -52,9 +76,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
            "family": None if fam is None else {
                "name": fam.family, "supported": fam.supported, "accelerator": fam.accelerator,
                "reason": fam.reason},
-           "matrix_facts": None if t is None else {
-               "devices": t.devices, "cores_per_device": t.cores_per_device,
-               "memory_per_device_gib": t.memory_per_device_gib, "confirmed": t.confirmed},
+           "matrix_facts": None if t is None else matrix_facts(m, t),
            "aws": None, "dlami": None, "warnings": [], "exit_code": 0}
     if fam is None:
         doc["warnings"].append(f"{family_of(type_)} is not a Neuron family in Neuron "
@@ -78,7 +100,10 @@ def text(doc: dict) -> str:
     if mf:
         lines.append(f"  matrix: {mf['devices'] or '?'} devices × {mf['cores_per_device'] or '?'}"
                      f" cores, {mf['memory_per_device_gib'] or '?'} GiB per device"
-                     + ("" if mf["confirmed"] else " (not confirmed)"))
+                     + ("" if mf["confirmed"] else " (not confirmed)")
+                     + (f", LNC {mf['lnc_default']} by default" if mf.get("lnc_default") else ""))
+        if mf.get("source"):
+            lines.append(f"  source: {mf['source']}")
     a = doc["aws"]
     if a:
         lines.append(f"  EC2:    {a['devices']} × {a['device_name']}, {a['cores_per_device']} "
@@ -106,7 +131,9 @@ def _ask_aws(doc: dict, m, type_: str, aws: bool, dlami: str | None) -> None:
         except awsmod.AwsError as e:
             doc["warnings"].append(f"EC2 could not be asked: {e.message}")
     if dlami:
-        param = dlami_parameter(m, dlami)
+        param, note = dlami_choice(m, dlami)
+        if note:
+            doc["warnings"].append(note)
         try:
             doc["dlami"] = {"os": dlami, "parameter": param,
                             "image_id": awsmod.get_parameter(param)}

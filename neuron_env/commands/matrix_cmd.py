@@ -33,9 +33,33 @@ def list_text(body: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def show_doc(release: str | None, extra_dirs: list[Path]) -> Document:
+def show_doc(release: str | None, extra_dirs: list[Path], verbose: bool = False) -> Document:
     m = catalog.select(release, extra_dirs)
-    return Document(show_data(m), lambda _body: show_text(m))
+    return Document(show_data(m), lambda _body: show_text(m) + (
+        sources_text(m) if verbose else ""))
+
+
+def sources_text(m: Matrix) -> str:
+    """`matrix show -v`: every source, what it covers, and the facts that cite it."""
+    out = ["", "Sources"]
+    for s in m.sources:
+        out.append(f"  [{s.id}] {s.title or s.url}")
+        out.append(f"      {s.url}")
+        out.append(f"      covers: {', '.join(s.covers)}")
+        cited = [t.name for f in m.instances for t in f.types if t.source == s.id]
+        cited += [f"{o.label} ({'disputed: ' if o.disputed_source == s.id else ''}"
+                  f"{o.disputed_status if o.disputed_source == s.id else o.status})"
+                  for o in m.os if s.id in (o.source, o.disputed_source)]
+        cited += [f"{a.name} {a.version or ''}".strip() + ("" if a.confirmed else " (unconfirmed)")
+                  for a in m.driver.apt if a.source == s.id]
+        if cited:
+            out.append(f"      cited by: {', '.join(cited)}")
+        if s.note:
+            out.append(f"      note: {s.note}")
+    unsourced = [t.name for f in m.instances for t in f.types if not t.source]
+    if unsourced and m.sources and not any("*" in s.covers for s in m.sources):
+        out.append(f"  no source named for: {', '.join(unsourced)} (see their family's source)")
+    return "\n".join(out) + "\n"
 
 
 def show_data(m: Matrix) -> dict:

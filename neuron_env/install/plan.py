@@ -107,10 +107,13 @@ def _host_problems(m: Matrix, i: Inputs) -> list[str]:
     entry = m.os_entry(i.os_id or "", i.os_version or "")
     label = f"{i.os_id or 'unknown OS'} {i.os_version or ''}".strip()
     if entry is None:
-        supported = ", ".join(o.label for o in m.os if o.status == "supported")
+        supported = ", ".join(o.label for o in m.os
+                              if o.status == "supported" and not o.disputed_status)
         out.append(f"{label} is not in Neuron {m.release}'s matrix (supported: {supported})")
-    elif entry.status != "supported":
-        out.append(f"{entry.label} is {entry.status} in Neuron {m.release}"
+    elif entry.status != "supported" or entry.disputed_status:  # disputed: refused unforced
+        status = (f"{entry.status} per one source and {entry.disputed_status} per another"
+                  if entry.disputed_status else entry.status)
+        out.append(f"{entry.label} is {status} in Neuron {m.release}"
                    + (f": {entry.message}" if entry.message else ""))
     if i.arch and m.architectures and i.arch not in m.architectures:
         out.append(f"architecture {i.arch} is not in Neuron {m.release}'s matrix "

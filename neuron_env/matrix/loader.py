@@ -32,6 +32,7 @@ from neuron_env.matrix.model import (
     OSEntry,
     Pair,
     Placeholder,
+    Source,
 )
 from neuron_env.matrix.semantics import semantic_problems
 from neuron_env.util.files import FileProblem, read_bounded
@@ -225,7 +226,8 @@ def _kind(v: Any) -> str:
 # -- sections ---------------------------------------------------------------------------------
 TOP_REQUIRED = {"format", "release", "status", "backend", "summary", "architectures",
                 "python", "instances", "os", "pairs", "indexes"}
-TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "docs", "dlami"}
+TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "docs", "dlami",
+                "sources"}
 
 
 def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
@@ -266,6 +268,8 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     driver = _driver(r, data)
     docs = _str_table(r, data, "docs")
     dlami = _str_table(r, data, "dlami")
+    sources = _sources(r, data)
+    _check_source_refs(r, sources, instances, oses, driver)
 
     if r.problems:
         return None
@@ -274,7 +278,7 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
         python=python, architectures=archs, instances=instances, os=oses, pairs=pairs,
         companions=companions, indexes=indexes, placeholders=placeholders,
         limitations=limitations, driver=driver, docs=docs, dlami=dlami, source=source,
-        bundled=bundled,
+        bundled=bundled, sources=sources,
     )
 
 
@@ -299,7 +303,7 @@ def _instances(r: _Reader, data: dict) -> tuple[InstanceFamily, ...]:
         for j, t in enumerate(raw):
             tp = f"{p}.types[{j}]"
             r.keys(t, tp, {"name"}, {"devices", "cores_per_device", "memory_per_device_gib",
-                                     "confirmed"})
+                                     "confirmed", "lnc_default", "efa", "source"})
             name = r.str_(t, "name", tp, name_like=True)
             if name and fam and not name.startswith(fam + "."):
                 r.bad(_join(tp, "name"), f"{name!r} does not belong to family {fam!r}")
@@ -308,6 +312,8 @@ def _instances(r: _Reader, data: dict) -> tuple[InstanceFamily, ...]:
                 cores_per_device=r.int_(t, "cores_per_device", tp),
                 memory_per_device_gib=r.int_(t, "memory_per_device_gib", tp),
                 confirmed=bool(r.bool_(t, "confirmed", tp, True)),
+                lnc_default=r.int_(t, "lnc_default", tp), efa=r.bool_(t, "efa", tp),
+                source=r.str_(t, "source", tp),
             ))
         out.append(InstanceFamily(family=fam or "", supported=bool(supported),
                                   accelerator=r.str_(d, "accelerator", p), reason=reason,
@@ -321,12 +327,12 @@ def _oses(r: _Reader, data: dict) -> tuple[OSEntry, ...]:
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "os", "", required="os" in data)):
         p = f"os[{i}]"
-        r.keys(d, p, {"id", "version", "status"}, {"codename", "wheels", "message"})
+        r.keys(d, p, {"id", "version", "status"}, {"codename", "wheels", "message", *OS_EXTRA})
         e = OSEntry(id=r.str_(d, "id", p, name_like=True) or "",
                     version=r.str_(d, "version", p) or "",
                     status=r.str_(d, "status", p, OS_STATUSES) or "",
                     codename=r.str_(d, "codename", p), wheels=r.bool_(d, "wheels", p),
-                    message=r.str_(d, "message", p))
+                    message=r.str_(d, "message", p), **_os_extra(r, d, p))
         if e.status in ("end-of-support", "unsupported") and not e.message:
             r.bad(_join(p, "message"), f"an OS with status {e.status!r} needs a 'message'")
         if (e.id, e.version) in seen:
@@ -414,9 +420,11 @@ def _driver(r: _Reader, data: dict) -> Driver:
     apt = []
     for i, a in enumerate(r.tables(d, "apt", "driver")):
         p = f"driver.apt[{i}]"
-        r.keys(a, p, {"name"}, {"version", "purpose"})
+        r.keys(a, p, {"name"}, {"version", "purpose", "confirmed", "source"})
         apt.append(AptPackage(name=r.str_(a, "name", p, name_like=True) or "",
-                              version=r.str_(a, "version", p), purpose=r.str_(a, "purpose", p)))
+                              version=r.str_(a, "version", p), purpose=r.str_(a, "purpose", p),
+                              confirmed=bool(r.bool_(a, "confirmed", p, True)),
+                              source=r.str_(a, "source", p)))
     return Driver(module=r.str_(d, "module", "driver") or "neuron",
                   min_version=r.str_(d, "min_version", "driver"),
                   pci_vendor=r.str_(d, "pci_vendor", "driver"), apt=tuple(apt))
@@ -431,6 +439,72 @@ def _str_table(r: _Reader, data: dict, key: str) -> tuple[tuple[str, str], ...]:
         else:
             out.append((k, v))
     return tuple(out)
+
+
+# -- sources: every fact says where it comes from ---------------------------------------------
+OS_EXTRA = ("build_from_source", "new_dlamis", "source", "disputed_status", "disputed_source")
+SECTIONS = ("python", "instances", "os", "pairs", "companions", "indexes", "placeholders",
+            "limitations", "driver", "docs", "dlami", "date", "status")
+MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami")
+
+
+def _os_extra(r: _Reader, d: dict, p: str) -> dict:
+    out = {"build_from_source": r.bool_(d, "build_from_source", p),
+           "new_dlamis": r.bool_(d, "new_dlamis", p), "source": r.str_(d, "source", p),
+           "disputed_status": r.str_(d, "disputed_status", p, OS_STATUSES),
+           "disputed_source": r.str_(d, "disputed_source", p)}
+    if out["disputed_status"] and not out["disputed_source"]:
+        r.bad(_join(p, "disputed_source"), "a disputed status needs the source that says it")
+    return out
+
+
+def _sources(r: _Reader, data: dict) -> tuple[Source, ...]:
+    raw = r.tables(data, "sources", "")
+    if not raw and "sources" not in data:
+        r.bad("sources", "the matrix names no [[sources]]: every fact needs the page or "
+              "manifest it comes from (id, url, covers); see matrices/FORMAT.md")
+        return ()
+    out, seen = [], set()
+    for i, d in enumerate(raw):
+        p = f"sources[{i}]"
+        r.keys(d, p, {"id", "url", "covers"}, {"title", "note"})
+        id_ = r.str_(d, "id", p, name_like=True) or ""
+        url = r.str_(d, "url", p) or ""
+        if url and not url.startswith("https://"):
+            r.bad(_join(p, "url"), f"{url!r} is not an https:// URL")
+        if id_ in seen:
+            r.bad(_join(p, "id"), f"duplicate source id {id_!r}")
+        seen.add(id_)
+        covers = r.strs(d, "covers", p, nonempty="covers" in d)
+        for c in covers:
+            if c != "*" and c.split(".", 1)[0] not in SECTIONS:
+                r.bad(_join(p, "covers"), f"{c!r} names no section of the matrix "
+                      f"(one of {', '.join(SECTIONS)}, a fact below one such as "
+                      "'instances.trn2n', or '*')")
+        out.append(Source(id_, url, r.str_(d, "title", p), covers, r.str_(d, "note", p)))
+    present = [k for k in MUST_COVER if k in data]
+    for k in present:
+        if not any(c == "*" or c == k or c.startswith(k + ".") for s in out for c in s.covers):
+            r.bad("sources", f"no source covers [{k}]: add it to a source's 'covers'")
+    return tuple(out)
+
+
+def _check_source_refs(r: _Reader, sources, instances, oses, driver) -> None:
+    ids = {s.id for s in sources}
+
+    def ref(path: str, value: str | None) -> None:
+        if value and value not in ids:
+            r.bad(path, f"source {value!r} is not declared in [[sources]] "
+                  f"(declared: {', '.join(sorted(ids)) or 'none'})")
+
+    for i, f in enumerate(instances):
+        for j, t in enumerate(f.types):
+            ref(f"instances[{i}].types[{j}].source", t.source)
+    for i, o in enumerate(oses):
+        ref(f"os[{i}].source", o.source)
+        ref(f"os[{i}].disputed_source", o.disputed_source)
+    for i, a in enumerate(driver.apt):
+        ref(f"driver.apt[{i}].source", a.source)
 
 
 # -- entry points -----------------------------------------------------------------------------

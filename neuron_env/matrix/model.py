@@ -21,6 +21,9 @@ class InstanceType:
     cores_per_device: int | None = None
     memory_per_device_gib: int | None = None
     confirmed: bool = True
+    lnc_default: int | None = None  # logical NeuronCore config at boot (NEURON_LOGICAL_NC_CONFIG)
+    efa: bool | None = None  # the type has EFA interfaces; None = not stated
+    source: str | None = None  # id of the [[sources]] entry that states these figures
 
 
 @record
@@ -43,6 +46,11 @@ class OSEntry:
     codename: str | None = None
     wheels: bool | None = None  # prebuilt wheels available; None = not stated
     message: str | None = None
+    build_from_source: bool | None = None  # the backend must be built from source here
+    new_dlamis: bool | None = None  # DLAMIs are still published for this OS in the release
+    source: str | None = None  # id of the [[sources]] entry behind `status`
+    disputed_status: str | None = None  # what another source says (e.g. end-of-support)
+    disputed_source: str | None = None
 
     @property
     def label(self) -> str:
@@ -113,6 +121,19 @@ class AptPackage:
     name: str
     version: str | None = None
     purpose: str | None = None
+    confirmed: bool = True  # False: the version is known from a source that is not a pin
+    source: str | None = None
+
+
+@record
+class Source:
+    """Where the matrix's facts come from: a page, a release note, a manifest."""
+
+    id: str
+    url: str
+    title: str | None = None
+    covers: tuple[str, ...] = ()  # sections or facts ("instances.trn2n", "os", "*")
+    note: str | None = None
 
 
 @record
@@ -144,6 +165,7 @@ class Matrix:
     dlami: tuple[tuple[str, str], ...] = ()
     source: str = "<memory>"
     bundled: bool = False
+    sources: tuple[Source, ...] = ()
 
     @property
     def version(self) -> Version:
@@ -184,6 +206,17 @@ class Matrix:
             (p for p in self.pairs if p.torch_neuronx.contains(neuronx_version, prereleases=True)),
             None,
         )
+
+    def source_by_id(self, id_: str | None) -> Source | None:
+        return next((s for s in self.sources if s.id == id_), None) if id_ else None
+
+    def sources_for(self, fact: str) -> list[Source]:
+        """The sources that cover `fact` ("os.ubuntu-22.04" is covered by "os" and "*")."""
+        return [s for s in self.sources
+                if any(c == "*" or fact == c or fact.startswith(c + ".") for c in s.covers)]
+
+    def apt(self, name: str) -> AptPackage | None:
+        return next((a for a in self.driver.apt if a.name == name), None)
 
     def pairs_newest_first(self) -> list[Pair]:
         return sorted(self.pairs, key=lambda p: p.torch, reverse=True)

@@ -24,10 +24,15 @@ def to_data(m: Matrix) -> dict[str, Any]:
             "types": [drop_none({
                 "name": t.name, "devices": t.devices, "cores_per_device": t.cores_per_device,
                 "memory_per_device_gib": t.memory_per_device_gib,
-                "confirmed": None if t.confirmed else False}) for t in f.types] or None,
+                "confirmed": None if t.confirmed else False, "lnc_default": t.lnc_default,
+                "efa": t.efa, "source": t.source}) for t in f.types] or None,
         }) for f in m.instances],
         "os": [drop_none({"id": o.id, "version": o.version, "codename": o.codename,
-                          "status": o.status, "wheels": o.wheels, "message": o.message})
+                          "status": o.status, "wheels": o.wheels, "message": o.message,
+                          "build_from_source": o.build_from_source,
+                          "new_dlamis": o.new_dlamis, "source": o.source,
+                          "disputed_status": o.disputed_status,
+                          "disputed_source": o.disputed_source})
                for o in m.os],
         "pairs": [drop_none({"torch": str(p.torch), "torch_neuronx": fmt_spec(p.torch_neuronx),
                              "python": fmt_spec(p.python) or None, "note": p.note})
@@ -41,10 +46,14 @@ def to_data(m: Matrix) -> dict[str, Any]:
         "driver": drop_none({
             "module": m.driver.module, "min_version": m.driver.min_version,
             "pci_vendor": m.driver.pci_vendor,
-            "apt": [drop_none({"name": a.name, "version": a.version, "purpose": a.purpose})
+            "apt": [drop_none({"name": a.name, "version": a.version, "purpose": a.purpose,
+                               "confirmed": None if a.confirmed else False,
+                               "source": a.source})
                     for a in m.driver.apt]}),
         "docs": dict(m.docs),
         "dlami": dict(m.dlami),
+        "sources": [drop_none({"id": x.id, "url": x.url, "title": x.title,
+                               "covers": list(x.covers), "note": x.note}) for x in m.sources],
     }
     return {k: v for k, v in data.items() if v not in ([], {}, None)}
 

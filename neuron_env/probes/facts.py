@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from neuron_env.probes.cache import CacheDir, probe_cache
+from neuron_env.probes.container import ContainerFacts, probe_container
+from neuron_env.probes.efa import EfaFacts, probe_efa
+from neuron_env.probes.environ import EnvFacts, probe_env
+from neuron_env.probes.holders import Holder, probe_holders
 from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
 from neuron_env.probes.instance import InstanceFacts, probe_instance
 from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
-from neuron_env.util.record import record
+from neuron_env.probes.tools import ToolsFacts, image_path, probe_tools
+from neuron_env.util.record import factory, record
 
 
 @record
@@ -22,6 +28,12 @@ class HostFacts:
     aws: object | None = None  # aws.NeuronInfo, with --aws
     pythons: tuple[tuple[str, str], ...] = ()  # (path, X.Y) found on the host (fix lines)
     uv: str | None = None  # uv on PATH (fix lines)
+    env: EnvFacts = factory(EnvFacts)
+    container: ContainerFacts = factory(ContainerFacts)
+    efa: EfaFacts = factory(EfaFacts)
+    tools: ToolsFacts | None = None  # None: not probed
+    cache: tuple[CacheDir, ...] | None = None  # None: not probed
+    holders: tuple[Holder, ...] = ()  # processes neuron-ls lists on the NeuronCores
 
     def serialize(self) -> dict:
         t = self.target
@@ -47,11 +59,16 @@ class HostFacts:
                 "path": self.neuron_ls.path, "error": self.neuron_ls.error,
                 "args": self.neuron_ls.args,
                 "devices": None if self.neuron_ls.devices is None else len(self.neuron_ls.devices)},
+            "container": {"in_container": self.container.in_container,
+                          "kind": self.container.kind,
+                          "evidence": list(self.container.evidence)},
+            "efa": {"ib_devices": list(self.efa.ib_devices), "uverbs": list(self.efa.uverbs),
+                    "fi_info_providers": self.efa.fi_info_providers},
         }
 
 
 def gather(root: Root, python: str | None, instance_type: str | None,
-           want_neuron_ls: bool = True, started=None) -> HostFacts:
+           want_neuron_ls: bool = True, started=None, environ=None) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
     target = started or start_target(python)
     arch, arch_source = probe_arch(root)
@@ -59,11 +76,21 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     os_facts = probe_os(root)
     driver = probe_driver(root)
     neuron_ls = probe_neuron_ls() if want_neuron_ls and not root.explicit else None
+    env = probe_env(environ)
+    # under --root the image's own PATH counts, and this process's environment says nothing
+    # about the image's container-ness
+    path = image_path(root) if root.explicit else env.get("PATH", "")
     from neuron_env.probes.pythons import find_pythons, find_uv
 
+    tgt = _finish(target)
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=_finish(target), driver=driver,
-                     neuron_ls=neuron_ls, pythons=find_pythons(), uv=find_uv())
+                     arch_source=arch_source, target=tgt, driver=driver,
+                     neuron_ls=neuron_ls, env=env,
+                     container=probe_container(root, None if root.explicit else env.vars),
+                     efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
+                     tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
+                     holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
+                     pythons=find_pythons(), uv=find_uv())
 
 
 def start_target(python: str | None):

@@ -68,6 +68,15 @@ DPKG_NEURON = {
 }
 
 
+# Neuron 2.33's component versions (dpkg adds a build suffix to some)
+DPKG_NEURON_233 = {
+    "aws-neuronx-dkms": "2.31.7.0",
+    "aws-neuronx-runtime-lib": "2.35.30.0-5e3a1b2c4",
+    "aws-neuronx-collectives": "2.35.43.0-8f1d2e3a7",
+    "aws-neuronx-tools": "2.33.38.0",
+}
+
+
 def elf_header(machine: int = 0x3E) -> bytes:
     """The first 20 bytes of a little-endian ELF64 executable for `machine`."""
     return b"\x7fELF" + bytes([2, 1, 1, 0]) + b"\0" * 8 + struct.pack("<HH", 2, machine)
@@ -129,7 +138,55 @@ def make_root(base: Path, *, os: str | None = "ubuntu-24.04", instance: str | No
 
 
 def trn2_host(base: Path, **kw) -> Path:
-    args = dict(os="ubuntu-26.04", instance="trn2.48xlarge", devices=16, driver="2.30.2.0",
-                packages=dict(DPKG_NEURON))
+    """A healthy Neuron 2.33 trn2.48xlarge: driver, tools on PATH, EFA."""
+    extras = {k: kw.pop(k) for k in ("tools", "efa") if k in kw}
+    args = dict(os="ubuntu-26.04", instance="trn2.48xlarge", devices=16, driver="2.31.7.0",
+                packages=dict(DPKG_NEURON_233))
     args.update(kw)
-    return make_root(base, **args)
+    root = make_root(base, **args)
+    if extras.get("tools", True):
+        add_neuron_tools(root)
+    if extras.get("efa", True):
+        add_efa(root)
+    return root
+
+
+def add_executable(path: Path, body: str = "exit 0\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def add_neuron_tools(root: Path, *, on_path: bool = True,
+                     tools: tuple[str, ...] = ("neuron-ls", "neuron-top")) -> Path:
+    """aws-neuronx-tools' binaries in /opt/aws/neuron/bin, and (on_path) the profile.d line the
+    setup guides add."""
+    for t in tools:
+        add_executable(root / "opt/aws/neuron/bin" / t)
+    if on_path:
+        (root / "etc/profile.d").mkdir(parents=True, exist_ok=True)
+        (root / "etc/profile.d/neuron.sh").write_text(
+            "export PATH=/opt/aws/neuron/bin:$PATH\n")
+    return root
+
+
+def add_efa(root: Path, *, ib: int = 1, uverbs: int = 1) -> Path:
+    for i in range(ib):
+        (root / f"sys/class/infiniband/rdmap{i}s0").mkdir(parents=True, exist_ok=True)
+    (root / "dev/infiniband").mkdir(parents=True, exist_ok=True)
+    for i in range(uverbs):
+        (root / f"dev/infiniband/uverbs{i}").write_text("")
+    return root
+
+
+def make_container(root: Path, kind: str = "docker") -> Path:
+    """Mark a root as a container: /.dockerenv, or the Kubernetes service account."""
+    if kind == "docker":
+        (root / ".dockerenv").write_text("")
+    else:
+        (root / "var/run/secrets/kubernetes.io/serviceaccount").mkdir(parents=True)
+    (root / "proc/1").mkdir(parents=True, exist_ok=True)
+    (root / "proc/1/cgroup").write_text("0::/kubepods/besteffort/pod1\n" if kind != "docker"
+                                        else "0::/docker/0123abcd\n")
+    return root

@@ -67,10 +67,10 @@ def test_arch_from_the_image_elf(tmp_path):
 def test_driver_and_dpkg(tmp_path):
     r = roots.trn2_host(tmp_path / "h")
     d = probe_driver(make_root(str(r)))
-    assert d.module_version == "2.30.2.0" and len(d.device_nodes) == 16
+    assert d.module_version == "2.31.7.0" and len(d.device_nodes) == 16
     assert d.device_nodes[:3] == ("neuron0", "neuron1", "neuron2")
     assert d.sysfs_devices[0].core_count == 8 and d.sysfs_devices[0].device_name == "Trainium2"
-    assert d.packages["aws-neuronx-tools"] == "2.32.28.0"
+    assert d.packages["aws-neuronx-tools"] == "2.33.38.0"
     text = ("Package: aws-neuronx-dkms\nStatus: deinstall ok config-files\nVersion: 2.1\n\n"
             "Package: aws-neuronx-tools\nStatus: install ok installed\nVersion: 2.32.28.0\n")
     assert parse_dpkg_status(text) == {"aws-neuronx-tools": "2.32.28.0"}

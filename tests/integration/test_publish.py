@@ -54,7 +54,7 @@ def test_tags_and_ssm_summary_written(tmp_path, moto_url):
 
 def test_failing_checks_are_published_and_keep_exit_1(tmp_path, moto_url):
     iid = "i-0aaaaaaaaaaaaaaa1"
-    root = roots.trn2_host(tmp_path / "r", os="ubuntu-22.04")
+    root = roots.trn2_host(tmp_path / "r", os="debian-12")  # an unsupported OS fails
     (root / "sys/devices/virtual/dmi/id/board_asset_tag").write_text(iid + "\n")
     _, res, p = doctor(root, aws_env(moto_url), "--tag-instance", "--publish-ssm",
                        "/neuron-env/fail")

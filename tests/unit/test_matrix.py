@@ -41,10 +41,14 @@ def test_bundled_233_content():
     assert m.pair_for_neuronx("2.14.2.0") is None
     assert m.python.contains("3.12.0") and m.python.contains("3.14.1")
     assert not m.python.contains("3.11.9") and not m.python.contains("3.15.0")
-    assert {o.version for o in m.os if o.status == "supported"} == {"24.04", "26.04"}
+    assert {o.version for o in m.os if o.status == "supported"} == {"22.04", "24.04", "26.04"}
     u24, u26 = m.os_entry("ubuntu", "24.04"), m.os_entry("ubuntu", "26.04")
     assert u24.wheels is False and u26.wheels is True  # supported and wheels apart
-    assert m.os_entry("ubuntu", "22.04").status == "end-of-support"
+    u22 = m.os_entry("ubuntu", "22.04")  # the sources disagree: both are kept, with sources
+    assert (u22.status, u22.disputed_status) == ("supported", "end-of-support")
+    assert u22.build_from_source and u22.wheels is False and u22.new_dlamis is False
+    assert m.source_by_id(u22.source).url.startswith("https://github.com/aws-neuron/")
+    assert m.source_by_id(u22.disputed_source) is not None
     assert m.family("trn2").supported and m.family("trn3").supported
     assert not m.family("trn1").supported and "Trn2" in m.family("trn1").reason
     assert m.instance_type("trn2.48xlarge")[1].devices == 16
@@ -99,8 +103,16 @@ def test_unknown_release_lists_known():
     (lambda s: s.replace('release = "2.33"\n', ''), "release", "required key"),
     (lambda s: s.replace('devices = 16', 'devices = "sixteen"', 1),
      "instances[0].types[0].devices", "non-negative integer"),
-    (lambda s: s.replace('status = "end-of-support"', 'status = "eol"'), "os[2].status",
+    (lambda s: s.replace('disputed_status = "end-of-support"', 'disputed_status = "eol"'),
+     "os[2].disputed_status",
      "expected one of"),
+    (lambda s: s[:s.index("[[sources]]")], "sources", "names no [[sources]]"),
+    (lambda s: s.replace('source = "trn2-arch"', 'source = "a-blog"', 1),
+     "instances[0].types[0].source", "not declared"),
+    (lambda s: s.replace('covers = ["dlami"]', 'covers = ["dlamis"]'), "sources[8].covers",
+     "names no section"),
+    (lambda s: s.replace('covers = ["os", "pairs", "python", "companions"]',
+                         'covers = ["os", "pairs", "companions"]'), "sources", "[python]"),
     (lambda s: s.replace('url = "https://pip.repos.neuron.amazonaws.com"', 'url = "pip.repos"'),
      "indexes[0].url", "URL"),
     (lambda s: s.replace('torch_neuronx = "==2.14.3.0.*"', 'torch_neuronx = ">=2"'),
@@ -115,7 +127,7 @@ def test_invalid_documents_are_located(mutate, where, words):
     hit = [p for p in ps if p.path == where]
     assert hit, [p.render() for p in ps]
     assert words in hit[0].message
-    if where != "release":  # a missing key has no line of its own
+    if words not in ("required key", "names no [[sources]]"):  # missing: no line of its own
         assert hit[0].line is not None
         line = text.splitlines()[hit[0].line - 1]
         assert where.split(".")[-1].split("[")[0] in line or "[[" in line

@@ -1,0 +1,73 @@
+"""container.devices: inside a container, the /dev/neuron* nodes passed in against what is asked."""
+
+from __future__ import annotations
+
+from neuron_env.checks import check
+from neuron_env.checks.driver import parse_core_list
+from neuron_env.report.model import Result
+
+K8S_RESOURCE = "aws.amazon.com/neuron"
+
+
+def _requested(raw: str | None) -> tuple[set[int] | None, str | None]:
+    """AWS_NEURON_VISIBLE_DEVICES: None (unset or ALL) or the device numbers; problem text."""
+    if not raw or raw.strip().upper() == "ALL":
+        return None, None
+    got = parse_core_list(raw)
+    if got is None:
+        return None, f"AWS_NEURON_VISIBLE_DEVICES={raw!r} is not a device list such as '0-3'"
+    return got, None
+
+
+def _how_to_add(kind: str | None, devices: list[int]) -> str:
+    flags = " ".join(f"--device=/dev/neuron{i}" for i in devices) or "--device=/dev/neuron0"
+    if kind == "kubernetes":
+        return (f"request the device-plugin resource in the pod spec: resources.limits "
+                f"{K8S_RESOURCE}: {max(len(devices), 1)} (the Neuron device plugin mounts the "
+                "nodes)")
+    return f"docker run {flags} … (or configure the Neuron OCI hook for AWS_NEURON_VISIBLE_DEVICES)"
+
+
+@check("container.devices", "container")
+def container_devices(facts, m, ctx) -> Result:
+    c = facts.container
+    if not c.in_container:
+        return Result("container.devices", "container", "skip", "not in a container")
+    nodes = sorted(int(n[6:]) for n in facts.driver.device_nodes)
+    raw = facts.env.get("AWS_NEURON_VISIBLE_DEVICES")
+    wanted, bad = _requested(raw)
+    cores_raw = facts.env.get("NEURON_RT_VISIBLE_CORES")
+    observed = {"kind": c.kind, "evidence": list(c.evidence), "device_nodes": nodes,
+                "AWS_NEURON_VISIBLE_DEVICES": raw, "NEURON_RT_VISIBLE_CORES": cores_raw}
+    where = f"this {c.kind or 'container'} ({', '.join(c.evidence)})"
+    if bad:
+        return Result("container.devices", "container", "fail", bad, observed=observed,
+                      fix="export AWS_NEURON_VISIBLE_DEVICES=0-3 (or ALL)")
+    if wanted is not None and not set(wanted) <= set(nodes):
+        missing = sorted(set(wanted) - set(nodes))
+        return Result("container.devices", "container", "fail",
+                      f"AWS_NEURON_VISIBLE_DEVICES={raw} but /dev/neuron"
+                      f"{', /dev/neuron'.join(map(str, missing))} not in {where}: the variable "
+                      "alone passes nothing without the Neuron OCI hook", observed=observed,
+                      fix=_how_to_add(c.kind, missing))
+    if not nodes:
+        return Result("container.devices", "container", "fail",
+                      f"no /dev/neuron* nodes in {where}", observed=observed,
+                      fix=_how_to_add(c.kind, []))
+    return _cores_fit(facts, m, observed, nodes, cores_raw, where)
+
+
+def _cores_fit(facts, m, observed, nodes, cores_raw, where) -> Result:
+    typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
+    lnc_raw = facts.env.get("NEURON_LOGICAL_NC_CONFIG")
+    lnc = int(lnc_raw) if lnc_raw in ("1", "2") else (typ.lnc_default if typ else None)
+    per = typ.cores_per_device // lnc if typ and typ.cores_per_device and lnc else None
+    cores = parse_core_list(cores_raw) if cores_raw else None
+    if cores and per and max(cores) >= len(nodes) * per:
+        need = max(cores) // per + 1
+        return Result("container.devices", "container", "fail",
+                      f"NEURON_RT_VISIBLE_CORES={cores_raw} needs {need} device(s); "
+                      f"{where} has {len(nodes)}", observed=observed,
+                      fix=_how_to_add(facts.container.kind, list(range(need))))
+    return Result("container.devices", "container", "pass",
+                  f"{len(nodes)} Neuron device node(s) passed into {where}", observed=observed)

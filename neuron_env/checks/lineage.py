@@ -1,0 +1,126 @@
+"""backend.lineage (native vs XLA-based torch-neuronx) and backend.collectives (the apt library)."""
+
+from __future__ import annotations
+
+import shlex
+
+from packaging.version import InvalidVersion, Version
+
+from neuron_env.checks import check
+from neuron_env.checks.backend import install_cmd
+from neuron_env.checks.driver import _not_neuron_host, base_version, minor
+from neuron_env.report.model import Result
+
+XLA_DISTS = ("torch-xla", "libneuronxla", "torch-neuronx-xla")
+
+
+def xla_era(version: str) -> bool | None:
+    """True for `<torch>.<neuron>` versions (2.9.0.2.15.32035), False for native (2.14.3.0.*)."""
+    try:
+        rel = Version(version).release
+    except InvalidVersion:
+        return None
+    if len(rel) >= 4 and rel[2] == 3 and rel[3] == 0:
+        return False
+    return len(rel) >= 5 or (len(rel) == 4 and rel[2] != 3)
+
+
+def _python(ctx, facts) -> str:
+    return shlex.quote(ctx.python_flag or facts.target.path)
+
+
+def _native_problems(t, nx) -> list[str]:
+    out = []
+    if nx and xla_era(nx.version):
+        torch = ".".join(nx.version.split(".")[:3])
+        out.append(f"torch-neuronx {nx.version} is the XLA-based library (torch {torch}, "
+                   "xm.xla_device()), not the native 'neuron' device: 'cannot import name "
+                   "neuron from torch' follows")
+    xla_left = bool(out) or t.dist("torch-xla") is not None
+    for name in XLA_DISTS:
+        d = t.dist(name)
+        # libneuronxla alone may be a dependency of the native wheel (the stand-in index models
+        # it so; no page read says otherwise): a leftover only beside torch-xla or an XLA build
+        if d and (name != "libneuronxla" or xla_left):
+            out.append(f"{d.name} {d.version} is installed beside the native backend (XLA-era "
+                       "package: it can register a second PrivateUse1 backend or shadow "
+                       "torch.neuron)")
+    return out
+
+
+@check("backend.lineage", "backend")
+def backend_lineage(facts, m, ctx) -> Result:
+    t = facts.target
+    if not t.usable:
+        return Result("backend.lineage", "backend", "skip",
+                      "target interpreter unusable (see python.version)")
+    nx = t.dist("torch-neuronx")
+    if nx and m.placeholder(nx.name, nx.version):
+        return Result("backend.lineage", "backend", "skip",
+                      "torch-neuronx is the public placeholder (see backend.origin)")
+    xla = [t.dist(n) for n in XLA_DISTS if t.dist(n)]
+    observed = {"torch-neuronx": nx.version if nx else None,
+                **{d.name: d.version for d in xla}}
+    docs = m.doc("troubleshooting") or m.doc("setup")
+    if m.backend == "xla":
+        if nx and xla_era(nx.version) is False:
+            return Result("backend.lineage", "backend", "fail",
+                          f"torch-neuronx {nx.version} is the native backend, but Neuron "
+                          f"{m.release} is an XLA-based release", observed=observed,
+                          fix="check against the native release: neuron-env doctor --matrix "
+                              "2.33", docs=docs)
+        return Result("backend.lineage", "backend", "pass" if nx else "skip",
+                      f"XLA-based torch-neuronx {nx.version}" if nx else
+                      "torch-neuronx not installed (see backend.pairing)", observed=observed)
+    problems = _native_problems(t, nx)
+    if problems:
+        named = " ".join(problems)
+        remove = sorted({d.name for d in xla if f"{d.name} {d.version}" in named}
+                        | ({nx.name} if nx and xla_era(nx.version) else set()))
+        fix = (f"{_python(ctx, facts)} -m pip uninstall -y {' '.join(remove)} && "
+               + install_cmd(ctx, facts))
+        return Result("backend.lineage", "backend", "fail", problems[0] + (
+            f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""), observed=observed,
+            expected="the native torch-neuronx (2.14.3.0.* / 2.13.3.0.*) and no torch-xla or "
+                     "libneuronxla", fix=fix, docs=docs, details={"problems": problems})
+    if nx is None:
+        return Result("backend.lineage", "backend", "skip",
+                      "torch-neuronx not installed (see backend.pairing)")
+    return Result("backend.lineage", "backend", "pass",
+                  f"native torch-neuronx {nx.version}; no XLA-era packages", observed=observed)
+
+
+@check("backend.collectives", "backend")
+def backend_collectives(facts, m, ctx) -> Result:
+    d = facts.driver
+    name = "aws-neuronx-collectives"
+    if not d.dpkg_present:
+        return Result("backend.collectives", "backend", "skip",
+                      "no dpkg status: the collectives package cannot be checked")
+    why = _not_neuron_host(facts, m)
+    have, want = d.packages.get(name), m.apt(name)
+    pin = want.version if want and want.version else None
+    if why and not have:
+        return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
+    observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
+    fix = f"sudo apt-get install -y {name}" + (f"={pin}*" if pin else "")
+    docs = m.doc("runtime_notes") or m.doc("setup")
+    if not have:
+        return Result("backend.collectives", "backend", "fail",
+                      f"{name} is not installed: torch.distributed with the 'neuron' backend "
+                      "(DDP, FSDP2, more than one NeuronCore) needs it", observed=observed,
+                      expected=pin, fix=fix, docs=docs)
+    rt = observed["aws-neuronx-runtime-lib"]
+    if rt and minor(rt) != minor(have):
+        return Result("backend.collectives", "backend", "fail",
+                      f"{name} {base_version(have)} does not match aws-neuronx-runtime-lib "
+                      f"{base_version(rt)} (different releases)", observed=observed,
+                      expected=pin, fix=fix + " aws-neuronx-runtime-lib", docs=docs)
+    if pin and base_version(have) != pin:
+        level = "fail" if want.confirmed and minor(have) != minor(pin) else "warn"
+        return Result("backend.collectives", "backend", level,
+                      f"{name} {base_version(have)}; Neuron {m.release} ships {pin}"
+                      + ("" if want.confirmed else " (component version, not a confirmed pin)"),
+                      observed=observed, expected=pin, fix=fix, docs=docs)
+    return Result("backend.collectives", "backend", "pass", f"{name} {base_version(have)}",
+                  observed=observed, expected=pin)

@@ -1,0 +1,60 @@
+"""tools.path: neuron-ls, neuron-top and neuronx-cc reachable on PATH."""
+
+from __future__ import annotations
+
+from neuron_env.checks import check
+from neuron_env.checks.driver import _not_neuron_host
+from neuron_env.probes.tools import NEURON_BIN
+from neuron_env.report.model import Result
+
+SYSTEM_TOOLS = ("neuron-ls", "neuron-top")
+
+
+def _system(t, d) -> tuple[list[str], list[str]]:
+    """(not on PATH but in /opt/aws/neuron/bin, missing altogether)."""
+    off_path, missing = [], []
+    for name in SYSTEM_TOOLS:
+        if t.on_path.get(name):
+            continue
+        (off_path if t.in_neuron_bin.get(name) else missing).append(name)
+    return off_path, missing
+
+
+@check("tools.path", "tools")
+def tools_path(facts, m, ctx) -> Result:
+    t, d = facts.tools, facts.driver
+    if t is None:
+        return Result("tools.path", "tools", "skip", "tools not probed")
+    why = _not_neuron_host(facts, m)
+    tools_pkg = d.packages.get("aws-neuronx-tools")
+    if why and not tools_pkg and not any(t.on_path.values()):
+        return Result("tools.path", "tools", "skip", f"{why}: no Neuron tools expected")
+    off_path, missing = _system(t, d)
+    observed = {"on_path": t.on_path, "in_" + NEURON_BIN: t.in_neuron_bin,
+                "in_venv": {k: v for k, v in t.in_venv.items() if v}}
+    problems, fixes = [], []
+    if off_path:
+        problems.append(f"{', '.join(off_path)} in {NEURON_BIN} but not on PATH")
+        fixes.append(f"export PATH={NEURON_BIN}:$PATH (and add it to "
+                     "/etc/profile.d/neuron.sh or ~/.bashrc)")
+    if missing:
+        problems.append(f"{', '.join(missing)} not found (aws-neuronx-tools "
+                        f"{'installed but incomplete' if tools_pkg else 'not installed'})")
+        fixes.append("sudo apt-get install -y --reinstall aws-neuronx-tools")
+    cc_note = None
+    if not t.on_path.get("neuronx-cc"):
+        if t.in_venv.get("neuronx-cc"):
+            cc_note = (f"neuronx-cc is in the target venv ({t.in_venv['neuronx-cc']}) but not "
+                       "on PATH: activate the venv for command-line use")
+        elif facts.target.usable and facts.target.dist("neuronx-cc") is None:
+            cc_note = "neuronx-cc is not installed (see backend.tools)"
+    if problems:
+        return Result("tools.path", "tools", "fail", "; ".join(problems), observed=observed,
+                      fix=" && ".join(fixes), docs=m.doc("install_troubleshooting"),
+                      details={"neuronx-cc": cc_note} if cc_note else None)
+    if cc_note:
+        return Result("tools.path", "tools", "warn", f"neuron-ls, neuron-top on PATH; {cc_note}",
+                      observed=observed, fix="source <venv>/bin/activate, or put the venv's "
+                      "bin/ on PATH")
+    return Result("tools.path", "tools", "pass", "neuron-ls, neuron-top and neuronx-cc on PATH",
+                  observed=observed)
