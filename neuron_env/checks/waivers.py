@@ -5,11 +5,12 @@ applying is pure."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
+from neuron_env.util.record import replace
 
 PROBLEMS = ("fail", "warn", "error")
 

@@ -134,10 +134,9 @@ def doctor(
 
 
 def _fix(rep, opts, yes: bool):
-    from dataclasses import replace
-
     from neuron_env.commands import doctor_fix
     from neuron_env.commands.doctor import run
+    from neuron_env.util.record import replace
 
     done = doctor_fix.apply(rep, lambda cmds: _confirm(cmds, yes),
                             lambda line: sys.stderr.write(line + "\n"))

@@ -91,7 +91,7 @@ def device_check(python_path: str, timeout: float = 300.0, device: str = "neuron
     main = by_id.get("collectives.all_reduce") or by_id["collectives.launch"]
     if by_id["collectives.launch"].status != "pass":
         main = by_id["collectives.launch"]
-    from dataclasses import replace
+    from neuron_env.util.record import replace
 
     t = rep.target
     return replace(main, id="collectives.all_reduce", summary=f"{t['world_size']} ranks "

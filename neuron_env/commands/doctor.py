@@ -14,7 +14,7 @@ from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util.names import canonicalize_name
-from neuron_env.util.record import factory, record
+from neuron_env.util.record import factory, record, replace
 
 SCHEMA = "neuron-env.doctor/1"
 WAIT_INTERVAL = 5.0  # seconds between --wait attempts
@@ -172,7 +172,7 @@ def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:
         return rep
     extra = dict(rep.extra, elapsed_s=round(time.monotonic() - t0, 3),
                  wait={"seconds": opts.wait, "attempts": attempts})
-    return rep.replace(extra=extra)
+    return replace(rep, extra=extra)
 
 
 def _attempt(rep: Report, t0: float) -> dict:

@@ -61,7 +61,7 @@ def drain_or_resume(report: Report) -> Report:
 
 
 def _with(report: Report, res: Result) -> Report:
-    from dataclasses import replace
+    from neuron_env.util.record import replace
 
     return replace(report, results=(*report.results, res))
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from neuron_env.errors import ConfigurationError
 from neuron_env.fleet.aggregate import Entry
 from neuron_env.fleet.verdict import instance_id
+from neuron_env.util.record import replace
 
 DOCTOR = "neuron-env.doctor/1"
 # <prefix>/<command-id>/<instance-id>/awsrunShellScript/0.awsrunShellScript/stdout

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import configparser
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from neuron_env.install.plan import Plan
 from neuron_env.matrix.model import Matrix
 from neuron_env.util.files import read_bounded
+from neuron_env.util.record import replace
 
 PYPI = "https://pypi.org/simple"
 _MAX_CONF = 1 << 20

@@ -118,6 +118,7 @@ class Document:
 
     body: dict[str, Any]
     view: Callable[[dict[str, Any]], str]
+    junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
 
     @property
     def exit_code(self) -> int:

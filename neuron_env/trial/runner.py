@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from neuron_env.errors import UsageError
 from neuron_env.inside import script
-from neuron_env.report.model import RANK_ORDER, Result
+from neuron_env.report.model import RANK, Result
 from neuron_env.smoke.runner import collect, inside_env, no_result
 from neuron_env.trial import advice
 from neuron_env.trial.options import TrialOptions
@@ -59,7 +59,7 @@ def to_result(s: dict, emulated: bool, opts: TrialOptions) -> Result:
         status, summary, data["advice"] = advice.shapes(data, status)
     if emulated:
         summary = f"[EMULATED] {summary}"
-    return Result(f"trial.{name}", "trial", status if status in RANK_ORDER else "error",
+    return Result(f"trial.{name}", "trial", status if status in RANK else "error",
                   summary, observed=advice.observed(name, data),
                   expected=advice.expected(name, data), fix=advice.fix(name, status, data, opts),
                   details=data or None)

@@ -51,7 +51,7 @@ def title(report: Report) -> str:
 
 
 def render_text(report: Report, verbose: bool = False, colour: bool = False) -> str:
-    body = text.render(report, verbose=verbose, colour=colour, title=title(report))
+    body = title(report) + "\n" + text.render(report, verbose=verbose, colour=colour)
     head, _, verdict = body.rstrip("\n").rpartition("\n\n")
     extra = []
     if timing_rows(report):

@@ -84,7 +84,12 @@ def record(cls: type) -> type:
 
 
 def replace(obj: Any, **changes: Any) -> Any:
-    """A copy of `obj` with some fields changed (dataclasses.replace for records)."""
+    """A copy of `obj` with some fields changed (dataclasses.replace for records; plain
+    dataclasses are handed to dataclasses.replace)."""
+    if not hasattr(type(obj), "_fields"):
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)
     values = {n: getattr(obj, n) for n in obj._fields}
     values.update(changes)
     return type(obj)(**values)

