@@ -3,7 +3,6 @@ here against stub commands (sudo, apt-get, curl, gpg, ...) that record what they
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from neuron_env import checks
 from neuron_env.matrix import catalog
+from neuron_env.util.record import replace
 from tests.helpers.facts import GOOD, host, target
 
 pytestmark = pytest.mark.integration
@@ -25,9 +25,9 @@ SCENARIOS = {
     "driver not loaded": host(module=None),
     "old dkms": host(apt={"aws-neuron-dkms": "2.1"}),
     "image without driver": host(root_explicit=True, apt={}, module=None),
-    "python 3.11, 3.12 found": dataclasses.replace(
+    "python 3.11, 3.12 found": replace(
         host(tgt=target(version="3.11.7")), pythons=(("/usr/bin/python3.12", "3.12"),)),
-    "python 3.11, uv": dataclasses.replace(host(tgt=target(version="3.11.7")),
+    "python 3.11, uv": replace(host(tgt=target(version="3.11.7")),
                                            uv="/usr/local/bin/uv"),
     "python 3.11, nothing": host(tgt=target(version="3.11.7")),
     "no torch": host(tgt=target({})),
