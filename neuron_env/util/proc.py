@@ -227,6 +227,11 @@ class Running:
     def __init__(self, child: _Child) -> None:
         self.child = child
 
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        """The started process (None: it could not start), for supervisors that poll."""
+        return self.child.proc
+
     def result(self) -> Completed:
         return self.child.wait()
 
