@@ -34,7 +34,7 @@ def test_senseless_numbers_exit_2_with_a_message(args):
 def test_an_unknown_installer_is_refused_before_the_venv_is_made(tmp_path):
     venv = tmp_path / "new-venv"
     r = run_cli("install", "--installer", "conda", "--venv", str(venv), "--yes", timeout=30)
-    assert r.returncode == 2 and "'conda' is not one of pip, uv" in r.stderr
+    assert r.returncode == 2 and "'conda' is not one of 'pip', 'uv'" in r.stderr
     assert not venv.exists()
 
 
