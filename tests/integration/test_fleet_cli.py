@@ -89,7 +89,7 @@ def test_doctor_engine_formats(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 
     good = roots.trn2_host(tmp_path / "good")
-    bad = roots.trn2_host(tmp_path / "bad", os="ubuntu-22.04")
+    bad = roots.trn2_host(tmp_path / "bad", os="debian-12")
     args = ["--only", "os,instance,driver"]
     ok = run_cli("doctor", "--root", str(good), *args, "--format", "npd")
     ko = run_cli("doctor", "--root", str(bad), *args, "--format", "npd")
