@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.helpers import roots
 
-VARIANTS = {"pass": {}, "os": {"os": "ubuntu-22.04"}, "driver": {"driver": "2.29.0.0"}}
+VARIANTS = {"pass": {}, "os": {"os": "debian-12"}, "driver": {"driver": "2.29.0.0"}}
 ONLY = "os,instance,driver"
 
 

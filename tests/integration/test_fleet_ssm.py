@@ -26,7 +26,7 @@ def reports(tmp_path_factory):
     """Two real doctor reports (a passing and a failing host) to hand out as agent output."""
     base = tmp_path_factory.mktemp("roots")
     out = {}
-    for name, kw in (("pass", {}), ("fail", {"os": "ubuntu-22.04"})):
+    for name, kw in (("pass", {}), ("fail", {"os": "debian-12"})):
         p = run_cli("doctor", "--root", str(roots.trn2_host(base / name, **kw)), "--only",
                     "os,instance,driver", "--format", "json")
         out[name] = json.loads(p.stdout)
