@@ -42,8 +42,10 @@ def scan(
     jobs: int = typer.Option(None, "--jobs", "-j", help="Processes (default: 1 for small "
                              "trees, the CPU count for big ones)."),
 ) -> None:
-    """Find what stands between a codebase and the native neuron device, from source alone:
-    XLA-era APIs, what the beta does not support, torch.compile settings, CUDA-only code."""
+    """Find what blocks the neuron device in source.
+
+    From source alone: XLA-era APIs, what the beta does not support, torch.compile
+    settings, CUDA-only code."""
     from neuron_env.commands import scan as cmd
     from neuron_env.errors import UsageError
 

@@ -11,6 +11,14 @@ SCHEMA = "neuron-env.checks/1"
 OPT_IN = {"instance.aws": ("instance", "EC2 DescribeInstanceTypes agrees with the matrix (--aws)"),
           "smoke.device": ("smoke", "a small matmul on the device matches the CPU (--smoke)")}
 ABOUT = {
+    "driver.versions": "aws-neuronx dkms/runtime/collectives/tools vs the release",
+    "driver.cores": "logical NeuronCores vs neuron-ls; stale core holders",
+    "backend.lineage": "no XLA-era torch-neuronx or torch_xla beside the native backend",
+    "backend.collectives": "aws-neuronx-collectives present and matching the release",
+    "tools.path": "neuron-ls, neuron-top, neuronx-cc reachable on PATH",
+    "container.devices": "inside a container: the /dev/neuron* nodes passed in",
+    "cache.compile": "compile cache/debug directories writable, with free space",
+    "net.efa": "EFA devices and the libfabric efa provider, where the type has EFA",
     "instance.type": "the instance type (flag, DMI, IMDS) is a family this release supports",
     "os.release": "the OS release is supported, with prebuilt wheels",
     "os.arch": "the machine architecture has Neuron packages",
