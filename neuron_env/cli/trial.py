@@ -48,7 +48,9 @@ def trial(
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:
-    """Run YOUR model on the device: forward/backward vs a CPU reference, CPU-fallback ops,
+    """Run YOUR model on the device.
+
+    Forward/backward vs a CPU reference, CPU-fallback ops,
     torch.compile, compile vs steady-state time, shape sweeps, baselines."""
     def produce():
         from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes
