@@ -420,6 +420,22 @@ def compile_backend_neuron():
 
 
 @scenario
+def compiling_a_cpu_module_has_no_graph_break():
+    """The emulator wraps torch.accelerator.current_stream, which Dynamo itself calls while it
+    traces a module: that must not break the graph of code that never touches the device."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    torch.compile(m, backend="aot_eager", dynamic=False)(torch.randn(4, 8)).sum().backward()
+    assert dict(counters["graph_break"]) == {}, dict(counters["graph_break"])
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    assert torch.accelerator.current_accelerator().type == "neuron"
+
+
+@scenario
 def compile_rules():
     import torch
 

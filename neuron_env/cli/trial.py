@@ -66,6 +66,6 @@ def trial(
         started = start(python, opts)  # the target imports torch while we import the rest
         from neuron_env.commands.trial import trial as run_trial
 
-        return run_trial(started, opts, format.value)
+        return run_trial(started, opts)
 
     emit(produce, format.value, "neuron-env.trial/1", verbose=verbose)

@@ -82,7 +82,7 @@ def _supervise(runs: list, deadline: float, order: list[tuple[int, ...]]) -> int
     `order` gets, poll by poll, the ranks seen exiting (a crash first, its victims later)."""
     failed_at, failed, seen = None, None, set()
     while time.monotonic() < deadline:
-        codes = [r.proc.poll() if r.proc is not None else -1 for r in runs]
+        codes = [r.poll() for r in runs]  # also reads their pipes: a full one would block
         new = tuple(i for i, c in enumerate(codes) if c is not None and i not in seen)
         if new:
             order.append(new)

@@ -19,15 +19,13 @@ def start(python: str | None, opts: TrialOptions) -> tuple[str, str, proc.Runnin
     return path, by, runner.start(path, opts)
 
 
-def trial(started: tuple[str, str, proc.Running], opts: TrialOptions,
-          fmt: str = "text") -> Report:
+def trial(started: tuple[str, str, proc.Running], opts: TrialOptions) -> Report:
     path, by, running = started
     tr = runner.finish(running, path, opts)
     target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
               "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
               "emulated": tr.emulated, **tr.info}
-    view = views.render_markdown if fmt == "markdown" else views.render_text
     return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=tr.results,
                   exit_code=exit_code(tr.results),
                   extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
-                  view=view)
+                  view=views.render_text, markdown=views.render_markdown)

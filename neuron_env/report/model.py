@@ -98,6 +98,8 @@ class Report:
     extra: dict[str, Any] = factory(dict)
     # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
     view: Callable[..., str] | None = None
+    # the command's own markdown view, where it has one; None: report/markdown.py
+    markdown: Callable[..., str] | None = None
 
     @property
     def summary(self) -> dict[str, int]:

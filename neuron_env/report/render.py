@@ -33,6 +33,8 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
+    if fmt == "markdown" and out.markdown is not None:
+        return out.markdown(out, verbose=verbose, colour=colour)
     if fmt in RENDERERS:
         import importlib
 

@@ -142,10 +142,11 @@ class _Child:
         self.proc, self.error = _popen(argv, env=env, cwd=cwd, input=input, merge=merge)
         self.out, self.err = _Tail(MAX_OUTPUT), _Tail(MAX_OUTPUT)
         self.timed_out = False
+        self.sel: selectors.BaseSelector | None = None
 
     def _feed_input(self) -> None:
         # written whole before reading: fine for the small inputs it is for (< 64 KiB, a pipe)
-        if self.proc.stdin is None:
+        if self.proc.stdin is None or self.proc.stdin.closed:
             return
         with contextlib.suppress(BrokenPipeError, OSError):
             if self.input:
@@ -153,14 +154,18 @@ class _Child:
             self.proc.stdin.close()
 
     def _selector(self) -> selectors.BaseSelector:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ, self.out)
-        if self.proc.stderr is not None:
-            sel.register(self.proc.stderr, selectors.EVENT_READ, self.err)
-        return sel
+        """The one selector over this child's pipes (made on first use, closed by `wait`)."""
+        if self.sel is None:
+            self.sel = selectors.DefaultSelector()
+            self.sel.register(self.proc.stdout, selectors.EVENT_READ, self.out)
+            if self.proc.stderr is not None:
+                self.sel.register(self.proc.stderr, selectors.EVENT_READ, self.err)
+        return self.sel
 
-    def _read_ready(self, sel, wait: float) -> None:
-        for key, _ in sel.select(max(0.0, wait)):
+    def _read_ready(self, sel, wait: float) -> bool:
+        """Read one chunk from each ready pipe (waiting at most `wait`); False: none was ready."""
+        ready = sel.select(max(0.0, wait))
+        for key, _ in ready:
             data = os.read(key.fd, _CHUNK)
             if not data:
                 sel.unregister(key.fileobj)
@@ -168,25 +173,39 @@ class _Child:
             key.data.add(data)
             if self.sink is not None:
                 self.sink(data)
+        return bool(ready)
+
+    def _drain(self, rounds: int = 64) -> None:
+        """Read what the pipes hold now, without waiting (bounded: a writer may not stop)."""
+        sel = self._selector()
+        for _ in range(rounds):
+            if not sel.get_map() or not self._read_ready(sel, 0):
+                return
+
+    def poll(self) -> int | None:
+        """For supervisors: keep the pipes flowing (a full pipe would block the child) and
+        return its exit status, None while it runs."""
+        if self.proc is None:
+            return -1
+        self._feed_input()
+        self._drain()
+        return self.proc.poll()
 
     def _pump(self) -> None:
         sel, exited_at, next_tick = self._selector(), None, time.monotonic() + TICK
-        try:
-            while sel.get_map():
-                now = time.monotonic()
-                if now >= self.deadline:
-                    self.timed_out = self.proc.poll() is None
-                    break
-                if exited_at is None and self.proc.poll() is not None:
-                    exited_at = now
-                if exited_at is not None and now - exited_at > GRACE:
-                    break  # a grandchild holds the pipe: stop reading, it is not ours to wait
-                self._read_ready(sel, min(TICK, self.deadline - now))
-                if self.tick is not None and time.monotonic() >= next_tick:
-                    self.tick(time.monotonic() - self.start)
-                    next_tick = time.monotonic() + TICK
-        finally:
-            sel.close()
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.timed_out = self.proc.poll() is None
+                break
+            if exited_at is None and self.proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > GRACE:
+                break  # a grandchild holds the pipe: stop reading, it is not ours to wait
+            self._read_ready(sel, min(TICK, self.deadline - now))
+            if self.tick is not None and time.monotonic() >= next_tick:
+                self.tick(time.monotonic() - self.start)
+                next_tick = time.monotonic() + TICK
 
     def wait(self) -> Completed:
         if self.proc is None:
@@ -198,6 +217,9 @@ class _Child:
                 self.timed_out = not _reap(self.proc, self.deadline)
         finally:  # timeout, Ctrl-C, or grandchildren left behind: the whole group goes
             kill_group(self.proc)
+            with contextlib.suppress(OSError, ValueError):
+                self._drain()  # what a killed child wrote before it died is its last words
+            self._selector().close()
             _close(self.proc)
             if self.proc.poll() is None:
                 self.proc.wait()  # SIGKILLed: returns at once
@@ -231,6 +253,11 @@ class Running:
     def proc(self) -> subprocess.Popen | None:
         """The started process (None: it could not start), for supervisors that poll."""
         return self.child.proc
+
+    def poll(self) -> int | None:
+        """Read what the child wrote so far and return its exit status (None: running; -1: it
+        never started). A supervisor polling several children calls this, not `proc.poll()`."""
+        return self.child.poll()
 
     def result(self) -> Completed:
         return self.child.wait()

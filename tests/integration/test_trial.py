@@ -153,15 +153,31 @@ def test_a_pickle_posing_as_a_baseline_is_refused_unexecuted(torch_python, tmp_p
     assert not marker.exists()
 
 
+def _processes_with(token: str) -> list[int]:
+    """Live processes whose environment carries `token` (zombies have none left to read)."""
+    from pathlib import Path
+
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if f"NEURON_ENV_TEST_TOKEN={token}".encode() in (d / "environ").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
 def test_hang_times_out_with_exit_4_naming_the_step(torch_python):
     t0 = time.monotonic()
-    doc, r = trial(torch_python, "builtin:mlp", "--timeout", "20", fault="hang")
+    token = f"hang-{time.monotonic_ns()}"  # names this run's processes, not another worker's
+    doc, r = trial(torch_python, "builtin:mlp", "--timeout", "20", fault="hang",
+                   NEURON_ENV_TEST_TOKEN=token)
     assert time.monotonic() - t0 < 60
     (res,) = r.values()
     assert doc["exit_code"] == 4 and res["timed_out"] is True
     assert res["id"] == "trial.eager" and "during the eager step" in res["summary"]
-    left = subprocess.run(["pgrep", "-f", "inside/trial.py"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "the trial process group survived its timeout"
+    assert _processes_with(token) == [], "the trial process group survived its timeout"
 
 
 @pytest.mark.parametrize("model, says", [

@@ -14,10 +14,15 @@ import torch
 
 from neuron_emulator import _devices, _streams
 
+# Is the current accelerator `neuron`? Fixed once the backend is registered, so read once, in
+# install(): Dynamo itself calls torch.accelerator.current_stream() while it traces, and the C
+# getter returns a torch.device, which Dynamo cannot trace (a graph break in every compiled
+# model, on the CPU too); a plain bool it reads as a constant.
+_ACCELERATOR = {"neuron": False}
+
 
 def _on_neuron() -> bool:
-    acc = torch._C._accelerator_getAccelerator()
-    return acc is not None and acc.type == "neuron"
+    return _ACCELERATOR["neuron"]
 
 
 def _wrap(module, name: str, replacement) -> None:
@@ -40,6 +45,8 @@ class _DeviceIndex(_devices.device):
 
 def install(mod) -> None:
     """Wrap torch.accelerator (and torch.accelerator.memory) functions; `mod` is torch.neuron."""
+    current = torch._C._accelerator_getAccelerator()
+    _ACCELERATOR["neuron"] = current is not None and current.type == "neuron"
     acc = torch.accelerator
     idx = _devices.index_of
     plain = {
