@@ -4,6 +4,10 @@
 
 Each round runs every command once, in turn (interleaved), so a busy neighbour slows all of
 them alike; the first round warms the page cache and is dropped. Ratios are of medians.
+Three clocks: wall (what a user waits for), CPU (user+sys of the command's process and every
+child it waited for, e.g. doctor's target probe: rusage deltas) and own CPU (user+sys of the
+command's process alone, written at exit by a small wrapper that runs the command with runpy).
+On a loaded machine wall clock follows the neighbours; the CPU columns hardly do.
 TARGET is a venv with torch (for collect_env); without it one is made with torch==2.13.0
 (this machine's pip configuration finds the CPU wheel on disk). IMDS is disabled for the runs.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,20 +32,51 @@ COMPILE = ("import compileall, os, neuron_env\n"
            "compileall.compile_dir(os.path.dirname(neuron_env.__file__), quiet=1)\n")
 
 
-def once(argv: list[str], env: dict) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                   timeout=300, check=False)
-    return time.perf_counter() - t0
+# runs `-m MODULE args` or `SCRIPT args` as __main__ and writes its own user+sys CPU at exit
+OWN_CPU = ("import atexit, resource, runpy, sys\n"
+           "out = sys.argv.pop(1)\n"
+           "def own():\n"
+           "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+           "    with open(out, 'w') as f:\n"
+           "        f.write(repr(r.ru_utime + r.ru_stime))\n"
+           "atexit.register(own)\n"
+           "if sys.argv[1] == '-m':\n"
+           "    del sys.argv[1]\n"
+           "    runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)\n"
+           "else:\n"
+           "    del sys.argv[0]\n"
+           "    runpy.run_path(sys.argv[0], run_name='__main__')\n")
+CLOCKS = ("wall", "cpu", "own cpu")
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def once(argv: list[str], env: dict, wrap: Path) -> dict[str, float]:
+    """One run: wall clock, CPU with its waited-for children, and its own CPU (via `wrap`)."""
+    out = wrap.with_suffix(".out")
+    out.unlink(missing_ok=True)
+    c0, t0 = children_cpu(), time.perf_counter()
+    subprocess.run([argv[0], str(wrap), str(out), *argv[1:]], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=env, timeout=300, check=False)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+    own = float(out.read_text()) if out.exists() else float("nan")
+    return {"wall": wall, "cpu": cpu, "own cpu": own}
 
 
 def interleaved(rows: list[tuple[str, list[str]]], runs: int, env: dict) -> dict:
-    samples: dict[str, list[float]] = {name: [] for name, _ in rows}
+    """{clock: {name: [seconds per round]}}"""
+    wrap = Path(tempfile.mkdtemp(prefix="ne-bench-")) / "own_cpu.py"
+    wrap.write_text(OWN_CPU)
+    samples = {c: {name: [] for name, _ in rows} for c in CLOCKS}
     for i in range(runs + 1):
         for name, argv in rows:
-            t = once(argv, env)
+            t = once(argv, env, wrap)
             if i:  # round 0 warms the page cache
-                samples[name].append(t)
+                for c in CLOCKS:
+                    samples[c][name].append(t[c])
     return samples
 
 
@@ -88,19 +124,27 @@ def main() -> None:
     if not a.no_collect_env:
         rows.append(("python -m torch.utils.collect_env",
                      [target, "-m", "torch.utils.collect_env"]))
-    s = interleaved(rows, a.runs, env)
-    print(f"{'command':<36}{'median s':>10}{'min s':>8}{'max s':>8}   ({a.runs} rounds, "
-          "interleaved)")
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    samples = interleaved(rows, a.runs, env)
+    print(f"load average after:  {os.getloadavg()[0]:.2f}")
+    for clock in CLOCKS:
+        report(clock, samples[clock], rows, a.runs, not a.no_collect_env)
+
+
+def report(clock: str, s: dict, rows: list, runs: int, collect_env: bool) -> None:
+    print(f"\n[{clock}] {'command':<36}{'median s':>10}{'min s':>8}{'max s':>8}   ({runs} "
+          "rounds, interleaved)")
     for name, _ in rows:
         v = s[name]
-        print(f"{name:<36}{statistics.median(v):>10.3f}{min(v):>8.3f}{max(v):>8.3f}")
+        print(f"{'':<{len(clock) + 3}}{name:<36}{statistics.median(v):>10.3f}{min(v):>8.3f}"
+              f"{max(v):>8.3f}")
     doc, hel = "neuron-env doctor --format json", "typer hello (bare)"
-    print(f"\ndoctor / typer hello    = {ratio(s, doc, hel)}   (target <= 1.5)")
-    print(f"--version / typer hello = {ratio(s, 'neuron-env --version', hel)}")
-    print(f"matrix show / hello     = {ratio(s, 'neuron-env matrix show', hel)}")
-    if not a.no_collect_env:
-        print(f"doctor / collect_env    = {ratio(s, doc, 'python -m torch.utils.collect_env')}"
-              "   (target <= 0.1)")
+    print(f"[{clock}] doctor / typer hello    = {ratio(s, doc, hel)}   (target <= 1.5)")
+    print(f"[{clock}] --version / typer hello = {ratio(s, 'neuron-env --version', hel)}")
+    print(f"[{clock}] matrix show / hello     = {ratio(s, 'neuron-env matrix show', hel)}")
+    if collect_env:
+        print(f"[{clock}] doctor / collect_env    = "
+              f"{ratio(s, doc, 'python -m torch.utils.collect_env')}   (target <= 0.1)")
 
 
 if __name__ == "__main__":

@@ -159,24 +159,24 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
 
 
 def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
-    """(usage errors, aborts) of the click typer runs on (its own copy from typer 0.28)."""
-    usage, abort = [], [typer.Abort]
+    """(usage errors, aborts) of the click typer runs on: its own copy from typer 0.28 (whose
+    exceptions derive from TyperException; importing click too would cost ~12 ms), else click."""
     if hasattr(typer, "TyperException"):
-        usage.append(typer.TyperException)
-    try:
-        import click
-    except ImportError:  # pragma: no cover - typer vendors click
-        return tuple(usage), tuple(abort)
-    return (*usage, click.exceptions.ClickException), (*abort, click.exceptions.Abort)
+        return (typer.TyperException,), (typer.Abort,)
+    import click  # pragma: no cover - typer < 0.28 runs on click
+
+    return (click.exceptions.ClickException,), (typer.Abort, click.exceptions.Abort)
 
 
 def main() -> None:
     import neuron_env.cli  # noqa: F401  (the command modules register on `app`)
+    from neuron_env.cli import lazy
 
     usage, abort = _parse_errors()
     _sigterm_interrupts()
     try:
-        rc = app(standalone_mode=False)  # parse errors come back here: JSON mode speaks JSON
+        # parse errors come back here (JSON mode speaks JSON); only the command run is built
+        rc = lazy.command(app)(standalone_mode=False)
     except usage as e:
         usage_error(e, sys.argv[1:])
     except (KeyboardInterrupt, *abort):

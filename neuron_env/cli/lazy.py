@@ -1,0 +1,81 @@
+"""typer's click tree, built one subcommand at a time.
+
+`typer.main.get_command(app)` turns every registered command into a click command up front:
+the signature of each function inspected, each option converted (~35 ms for neuron-env's ~20
+commands and groups, more than the rest of doctor's own start-up). `command(app)` builds the
+same root group (its options, --version, completion) but fills its subcommands on first look
+up: a run builds only the command it runs. Help, completion and typo hints still see every
+name (help and completion build the rest when they list them).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, MutableMapping
+from functools import partial
+
+import typer
+from typer import main as typer_main
+
+
+class LazyCommands(MutableMapping):
+    """name -> click command, in registration order; each built by its factory when asked."""
+
+    def __init__(self, factories: dict[str, Callable[[], object]]) -> None:
+        self._factories = dict(factories)
+        self._built: dict[str, object] = {}
+
+    def __getitem__(self, name: str):
+        if name not in self._built:
+            self._built[name] = self._factories[name]()  # KeyError for an unknown name
+        return self._built[name]
+
+    def __setitem__(self, name: str, command) -> None:
+        self._factories.setdefault(name, lambda: command)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._factories[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def built(self) -> list[str]:
+        """The names built so far (a test's view)."""
+        return list(self._built)
+
+
+def factories(app: typer.Typer) -> dict[str, Callable[[], object]] | None:
+    """One factory per registered command and group, keyed as typer would name them; None
+    where a name cannot be known without building (an unnamed group: typer merges it)."""
+    opts = {"pretty_exceptions_short": app.pretty_exceptions_short,
+            "rich_markup_mode": app.rich_markup_mode}
+    out: dict[str, Callable[[], object]] = {}
+    for info in app.registered_commands:
+        name = info.name or typer_main.get_command_name(info.callback.__name__)
+        out[name] = partial(typer_main.get_command_from_info, info, **opts)
+    for info in app.registered_groups:
+        if not isinstance(info.name, str) or not info.name:
+            return None
+        out[info.name] = partial(typer_main.get_group_from_info, info,
+                                 suggest_commands=app.suggest_commands, **opts)
+    return out
+
+
+def command(app: typer.Typer):
+    """The click command `app()` would run, its subcommands built on demand."""
+    made = factories(app)
+    if made is None or not app.registered_callback:
+        return typer_main.get_command(app)
+    root = copy.copy(app)  # the root alone: its callback, options and completion flags
+    root.registered_commands, root.registered_groups = [], []
+    group = typer_main.get_command(root)
+    group.commands = LazyCommands(made)
+    return group
