@@ -5,17 +5,16 @@ applying is pure."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
-from neuron_env.util.record import replace
+from neuron_env.util.record import record, replace
 
 PROBLEMS = ("fail", "warn", "error")
 
 
-@dataclass(frozen=True)
+@record
 class Waiver:
     id: str  # a check id or a category
     reason: str

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
 from neuron_env.errors import ResolutionError
 from neuron_env.matrix.model import Matrix, Pair, fmt_spec
 from neuron_env.matrix.resolver import resolve
+from neuron_env.util.record import factory, record
 
 BACKENDS = ("neuron", "emulated")
 EMULATOR = "neuron-emulator"
 
 
-@dataclass(frozen=True)
+@record
 class Requirement:
     name: str
     spec: str  # the PEP 508 requirement text, e.g. "torch==2.14.0"
@@ -28,7 +27,7 @@ class Requirement:
                 "source": self.source}
 
 
-@dataclass(frozen=True)
+@record
 class IndexUse:
     name: str
     url: str
@@ -42,7 +41,7 @@ class IndexUse:
                 "overridden_by": self.overridden_by, "matrix_url": self.matrix_url}
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     backend: str
     release: str
@@ -65,6 +64,8 @@ class Plan:
     @property
     def key(self) -> str:
         """Same key, same plan: the no-op fast path compares it with the install manifest."""
+        import hashlib  # here: doctor imports this module for its fix lines, never the key
+
         doc = {"backend": self.backend, "release": self.release,
                "requirements": [r.spec for r in self.requirements],
                "indexes": {i.name: i.url for i in self.indexes}}
@@ -83,7 +84,7 @@ class Plan:
                 "keep": list(self.keep)}
 
 
-@dataclass(frozen=True)
+@record
 class Inputs:
     """What the plan is computed from (facts already probed; no I/O here)."""
 
@@ -93,11 +94,11 @@ class Inputs:
     os_id: str | None
     os_version: str | None
     arch: str | None
-    installed: dict[str, str] = field(default_factory=dict)  # canonical name -> version
+    installed: dict[str, str] = factory(dict)  # canonical name -> version
     torch: str | None = None  # --torch
     backend: str = "neuron"
     force: bool = False
-    overrides: dict[str, tuple[str, str]] = field(default_factory=dict)  # index -> (url, by)
+    overrides: dict[str, tuple[str, str]] = factory(dict)  # index -> (url, by)
     find_links: tuple[str, ...] = ()
     offline: bool = False
 

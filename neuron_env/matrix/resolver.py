@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.version import InvalidVersion, Version
 
 from neuron_env.errors import ResolutionError
 from neuron_env.matrix.model import Matrix, Pair, fmt_spec
+from neuron_env.util.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Resolution:
     pair: Pair
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
 
 from neuron_env.probes.host import Root
+from neuron_env.util.record import record
 
 # (variable, default, default confirmed by the env-vars / compiler-artifacts pages)
 CACHE_VARS = (
@@ -17,7 +17,7 @@ CACHE_VARS = (
 _COMPILER_DIR = re.compile(r"^neuronxcc-([0-9][0-9A-Za-z.]*)(?:\+.*)?$")
 
 
-@dataclass(frozen=True)
+@record
 class CacheDir:
     var: str
     path: str

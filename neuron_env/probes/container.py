@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from neuron_env.probes.host import Root
+from neuron_env.util.record import record
 
 _CGROUP = re.compile(r"docker|kubepods|containerd|libpod|crio|lxc")
 SERVICE_ACCOUNT = "var/run/secrets/kubernetes.io/serviceaccount"
 
 
-@dataclass(frozen=True)
+@record
 class ContainerFacts:
     in_container: bool = False
     kind: str | None = None  # docker, podman, kubernetes, container

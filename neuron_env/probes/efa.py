@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 
 from neuron_env.probes.host import Root
 from neuron_env.util import proc
+from neuron_env.util.record import record
 
 TIMEOUT = 5.0
 FI_INFO_FALLBACK = "/opt/amazon/efa/bin/fi_info"
 
 
-@dataclass(frozen=True)
+@record
 class EfaFacts:
     ib_devices: tuple[str, ...] = ()  # /sys/class/infiniband/* (rdmap…, efa_…)
     uverbs: tuple[str, ...] = ()  # /dev/infiniband/uverbs*

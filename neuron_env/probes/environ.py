@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from neuron_env.util.record import factory, record
 
 PREFIXES = ("NEURON_", "AWS_NEURON_", "TORCH_NEURONX_", "FI_")
 NAMES = ("PATH", "HOME", "TMPDIR", "KUBERNETES_SERVICE_HOST", "XDG_CACHE_HOME")
 
 
-@dataclass(frozen=True)
+@record
 class EnvFacts:
-    vars: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, str] = factory(dict)
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self.vars.get(name, default)

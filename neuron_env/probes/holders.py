@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from neuron_env.probes.host import Root
+from neuron_env.util.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Holder:
     pid: int
     command: str

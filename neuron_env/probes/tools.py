@@ -7,19 +7,19 @@ itself; nothing is executed here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from neuron_env.probes.host import Root
+from neuron_env.util.record import factory, record
 
 TOOLS = ("neuron-ls", "neuron-top", "neuronx-cc")
 NEURON_BIN = "/opt/aws/neuron/bin"
 
 
-@dataclass(frozen=True)
+@record
 class ToolsFacts:
-    on_path: dict[str, str | None] = field(default_factory=dict)  # tool -> where PATH finds it
-    in_neuron_bin: dict[str, bool] = field(default_factory=dict)  # present in /opt/aws/neuron/bin
-    in_venv: dict[str, str | None] = field(default_factory=dict)  # the target venv's bin/
+    on_path: dict[str, str | None] = factory(dict)  # tool -> where PATH finds it
+    in_neuron_bin: dict[str, bool] = factory(dict)  # present in /opt/aws/neuron/bin
+    in_venv: dict[str, str | None] = factory(dict)  # the target venv's bin/
     path: str = ""
 
 

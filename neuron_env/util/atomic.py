@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_atomic(path: Path | str, content: str) -> None:
+    import tempfile  # here: the renderer imports this module on every run, most never write
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
