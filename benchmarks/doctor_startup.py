@@ -42,7 +42,7 @@ OWN_CPU = ("import atexit, resource, runpy, sys\n"
            "atexit.register(own)\n"
            "if sys.argv[1] == '-m':\n"
            "    del sys.argv[1]\n"
-           "    runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)\n"
+           "    runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n"
            "else:\n"
            "    del sys.argv[0]\n"
            "    runpy.run_path(sys.argv[0], run_name='__main__')\n")
@@ -59,9 +59,11 @@ def once(argv: list[str], env: dict, wrap: Path) -> dict[str, float]:
     out = wrap.with_suffix(".out")
     out.unlink(missing_ok=True)
     c0, t0 = children_cpu(), time.perf_counter()
-    subprocess.run([argv[0], str(wrap), str(out), *argv[1:]], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env=env, timeout=300, check=False)
+    p = subprocess.run([argv[0], str(wrap), str(out), *argv[1:]], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, env=env, timeout=300, check=False)
     wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+    if p.returncode not in (0, 1):  # 1: doctor found problems; anything else: not measured
+        raise SystemExit(f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr.decode()[-2000:]}")
     own = float(out.read_text()) if out.exists() else float("nan")
     return {"wall": wall, "cpu": cpu, "own cpu": own}
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import shlex
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.checks import check
 from neuron_env.install.manifest import expected_index_urls
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 from neuron_env.util import redact
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.versions import Ver
 
 NEURON_PACKAGES = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-distributed",
                    "torch-neuron", "neuron-cc", "transformers-neuronx",
@@ -67,8 +66,8 @@ def _torch_needed_by(neuronx: str, m) -> str | None:
     if pair:
         return str(pair.torch)
     try:
-        v = Version(neuronx)
-    except InvalidVersion:
+        v = Ver(neuronx)
+    except ValueError:
         return None
     rel = v.release
     if len(rel) >= 4 and rel[2] == 3 and rel[3] == 0:  # native families: 2.14.3.0.* -> 2.14.0
@@ -90,13 +89,13 @@ def backend_torch(facts, m, ctx) -> Result:
         return Result("backend.torch", "backend", "fail", f"torch is not installed in {t.path}",
                       expected=expected, **install_fix(ctx, facts, m))
     try:
-        v = Version(torch.version)
-    except InvalidVersion:
+        v = Ver(torch.version)
+    except ValueError:
         return Result("backend.torch", "backend", "fail",
                       f"torch has an invalid version {torch.version!r}",
                       observed=torch.version, expected=expected, **install_fix(ctx, facts, m))
     match = next((p for p in m.pairs if v.public == str(p.torch) or
-                  Version(v.public) == p.torch), None)
+                  Ver(v.public) == p.torch), None)
     if match is None:
         return Result("backend.torch", "backend", "fail",
                       f"torch {torch.version} is not paired by Neuron {m.release} "
@@ -157,8 +156,8 @@ def backend_pairing(facts, m, ctx) -> Result:
                       "installed", observed=observed, expected=families,
                       **install_fix(ctx, facts, m, pair.torch_minor))
     try:
-        tv = Version(Version(torch.version).public)
-    except InvalidVersion:
+        tv = Ver(Ver(torch.version).public)
+    except ValueError:
         tv = None
     if tv != pair.torch:
         return Result("backend.pairing", "backend", "fail",

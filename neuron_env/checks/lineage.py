@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import shlex
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.checks import check
 from neuron_env.checks.backend import install_cmd
 from neuron_env.checks.driver import _not_neuron_host, base_version, minor
 from neuron_env.report.model import Result
+from neuron_env.util.versions import Ver
 
 XLA_DISTS = ("torch-xla", "libneuronxla", "torch-neuronx-xla")
 
@@ -17,8 +16,8 @@ XLA_DISTS = ("torch-xla", "libneuronxla", "torch-neuronx-xla")
 def xla_era(version: str) -> bool | None:
     """True for `<torch>.<neuron>` versions (2.9.0.2.15.32035), False for native (2.14.3.0.*)."""
     try:
-        rel = Version(version).release
-    except InvalidVersion:
+        rel = Ver(version).release
+    except ValueError:
         return None
     if len(rel) >= 4 and rel[2] == 3 and rel[3] == 0:
         return False

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.errors import ResolutionError
 from neuron_env.matrix.model import Matrix, Pair, fmt_spec
 from neuron_env.matrix.resolver import resolve
 from neuron_env.util.record import factory, record
+from neuron_env.util.versions import Ver
 
 BACKENDS = ("neuron", "emulated")
 EMULATOR = "neuron-emulator"
@@ -139,7 +138,7 @@ def _pick_pair(m: Matrix, i: Inputs, forced: list[str], warnings: list[str]) -> 
                                   "; or --force to install anyway (unsupported)") from None
     pairs = m.pairs_newest_first()
     if i.torch is not None:
-        want = Version(i.torch)
+        want = Ver(i.torch)
         pairs = [p for p in pairs if (p.torch.major, p.torch.minor) == (want.major, want.minor)]
     return pairs[0]
 
@@ -147,8 +146,8 @@ def _pick_pair(m: Matrix, i: Inputs, forced: list[str], warnings: list[str]) -> 
 def _present_torch_pair(m: Matrix, installed: dict[str, str]) -> Pair | None:
     v = installed.get("torch")
     try:
-        pub = Version(Version(v).public) if v else None
-    except InvalidVersion:
+        pub = Ver(Ver(v).public) if v else None
+    except ValueError:
         return None
     return next((p for p in m.pairs if p.torch == pub), None)
 
@@ -202,5 +201,5 @@ def make_plan(m: Matrix, i: Inputs) -> Plan:
 
 
 def _minor(text: str) -> str:
-    v = Version(text)
+    v = Ver(text)
     return f"{v.major}.{v.minor}"

@@ -10,12 +10,11 @@ import os
 import re
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.errors import ConfigurationError, MatrixError, Problem
 from neuron_env.matrix.loader import load_file
 from neuron_env.matrix.model import Matrix
 from neuron_env.util.record import record
+from neuron_env.util.versions import Ver
 
 ENV_VAR = "NEURON_ENV_MATRIX"
 _FILE = re.compile(r"^neuron-(?P<release>[0-9][0-9A-Za-z.]*)\.toml$")
@@ -28,8 +27,8 @@ class Entry:
     bundled: bool
 
     @property
-    def version(self) -> Version:
-        return Version(self.release)
+    def version(self) -> Ver:
+        return Ver(self.release)
 
 
 def bundled_dir() -> Path:
@@ -53,8 +52,8 @@ def scan(directory: Path, bundled: bool = False) -> list[Entry]:
         if not m:
             continue
         try:
-            Version(m.group("release"))
-        except InvalidVersion:
+            Ver(m.group("release"))
+        except ValueError:
             continue
         out.append(Entry(m.group("release"), directory / name, bundled))
     return sorted(out, key=lambda e: e.version, reverse=True)
@@ -83,8 +82,8 @@ def available(extra_dirs: list[Path] | None = None) -> list[Entry]:
 
 def _by_release(name: str, entries: list[Entry]) -> Entry | None:
     try:
-        want = Version(name)
-    except InvalidVersion:
+        want = Ver(name)
+    except ValueError:
         return None
     # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0
     for hit in ([e for e in entries if e.release == name],

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.errors import MatrixError, Problem
 from neuron_env.matrix.model import (
     AptPackage,
@@ -31,6 +28,7 @@ from neuron_env.matrix.model import (
     Source,
 )
 from neuron_env.util.files import FileProblem, read_bounded
+from neuron_env.util.versions import Spec, Ver
 
 MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
 
@@ -86,19 +84,19 @@ def _bad(source: str, msg: str) -> MatrixError:
                        hint="pass AWS's n2-manifest.json (releases 2.3 to 2.32)")
 
 
-def _python_range(versions: list[str]) -> SpecifierSet | None:
-    vs = sorted({Version(v) for v in versions})
+def _python_range(versions: list[str]) -> Spec | None:
+    vs = sorted({Ver(v) for v in versions})
     if not vs:
         return None
     hi = vs[-1]
-    return SpecifierSet(f">={vs[0].major}.{vs[0].minor},<{hi.major}.{hi.minor + 1}")
+    return Spec(f">={vs[0].major}.{vs[0].minor},<{hi.major}.{hi.minor + 1}")
 
 
-def _torch_of(neuronx: str) -> Version | None:
+def _torch_of(neuronx: str) -> Ver | None:
     parts = neuronx.split(".")
     try:
-        return Version(".".join(parts[:3])) if len(parts) > 3 else None
-    except InvalidVersion:
+        return Ver(".".join(parts[:3])) if len(parts) > 3 else None
+    except ValueError:
         return None
 
 
@@ -143,7 +141,7 @@ def convert(data: dict[str, Any], source: str = "manifest",
         try:
             m = _release(version, rel["packages"], whl, pin_major, tuple(oses), mver, mdate,
                          source)
-        except (KeyError, TypeError, ValueError, InvalidVersion) as e:
+        except (KeyError, TypeError, ValueError) as e:
             skipped.append((version, f"malformed entry: {e}"))
             continue
         if isinstance(m, str):
@@ -157,7 +155,7 @@ def convert(data: dict[str, Any], source: str = "manifest",
 
 
 def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Matrix | str:
-    Version(version)
+    Ver(version)
     byname: dict[str, list[dict]] = {}
     for p in packages:
         byname.setdefault(p["name"], []).append(p)
@@ -165,11 +163,11 @@ def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Ma
     if not neuronx:
         return "no torch-neuronx in this release (the native backend starts with 2.33)"
     pairs, families, pythons = [], set(), []
-    for p in sorted(neuronx, key=lambda p: Version(p["version"]), reverse=True):
+    for p in sorted(neuronx, key=lambda p: Ver(p["version"]), reverse=True):
         torch = _torch_of(p["version"])
         if torch is None or any(x.torch == torch for x in pairs):
             continue
-        pairs.append(Pair(torch=torch, torch_neuronx=SpecifierSet(f"=={p['version']}"),
+        pairs.append(Pair(torch=torch, torch_neuronx=Spec(f"=={p['version']}"),
                           python=_python_range(p.get("supported_python_versions", []))))
         families |= set(p.get("supported_instances", []))
         pythons += p.get("supported_python_versions", [])
@@ -187,8 +185,8 @@ def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Ma
     companions = []
     for name in ("neuronx-cc", "nki"):
         if name in byname:
-            top = max(Version(p["version"]) for p in byname[name])
-            spec = SpecifierSet(f"=={top.major}.*") if pin_major.get(name) else SpecifierSet()
+            top = max(Ver(p["version"]) for p in byname[name])
+            spec = Spec(f"=={top.major}.*") if pin_major.get(name) else Spec()
             companions.append(Companion(name=name, spec=spec))
     apt = tuple(AptPackage(name=n, version=byname[n][0]["version"]) for n in APT if n in byname)
     present = [n for n in NEURON_PIP if n in byname] or ["torch-neuronx"]
@@ -202,7 +200,7 @@ def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Ma
         indexes=(Index("neuron", whl, tuple(present), "NEURON_ENV_NEURON_INDEX_URL"),
                  Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", ("torch",),
                        "NEURON_ENV_PYTORCH_INDEX_URL")),
-        placeholders=tuple(Placeholder(n, Version(v)) for n, v in PLACEHOLDERS),
+        placeholders=tuple(Placeholder(n, Ver(v)) for n, v in PLACEHOLDERS),
         driver=Driver(module="neuron", pci_vendor="1d0f", apt=apt),
         docs=(("release_notes",
                "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/index.html"),),

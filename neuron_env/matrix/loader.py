@@ -12,9 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.errors import MatrixError, Problem
 from neuron_env.matrix.model import (
     BACKEND_KINDS,
@@ -37,6 +34,7 @@ from neuron_env.matrix.model import (
 from neuron_env.matrix.semantics import semantic_problems
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.versions import Spec, Ver
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -186,17 +184,17 @@ class _Reader:
             self.bad(p, "must list at least one entry")
         return tuple(v)
 
-    def version(self, d: dict, key: str, path: str) -> Version | None:
+    def version(self, d: dict, key: str, path: str) -> Ver | None:
         s = self.str_(d, key, path)
         if s is None:
             return None
         try:
-            return Version(s)
-        except InvalidVersion:
+            return Ver(s)
+        except ValueError:
             self.bad(_join(path, key), f"{s!r} is not a valid PEP 440 version (e.g. '2.14.0')")
             return None
 
-    def spec(self, d: dict, key: str, path: str, allow_empty: bool = False) -> SpecifierSet | None:
+    def spec(self, d: dict, key: str, path: str, allow_empty: bool = False) -> Spec | None:
         if key not in d:
             return None
         v = d[key]
@@ -208,8 +206,8 @@ class _Reader:
             self.bad(p, "must not be empty (write a specifier such as '>=3.12,<3.15')")
             return None
         try:
-            return SpecifierSet(v)
-        except InvalidSpecifier:
+            return Spec(v)
+        except ValueError:
             self.bad(p, f"{v!r} is not a valid PEP 440 specifier (e.g. '>=3.12,<3.15', '==2.*')")
             return None
 
@@ -239,8 +237,8 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     release = r.str_(data, "release", "")
     if release is not None:
         try:
-            Version(release)
-        except InvalidVersion:
+            Ver(release)
+        except ValueError:
             r.bad("release", f"{release!r} is not a release number such as '2.33' or '2.31.1'")
             release = None
     date = r.str_(data, "date", "")
@@ -342,7 +340,7 @@ def _oses(r: _Reader, data: dict) -> tuple[OSEntry, ...]:
     return tuple(out)
 
 
-def _pairs(r: _Reader, data: dict, python: SpecifierSet | None) -> tuple[Pair, ...]:
+def _pairs(r: _Reader, data: dict, python: Spec | None) -> tuple[Pair, ...]:
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "pairs", "", required="pairs" in data)):
         p = f"pairs[{i}]"
@@ -367,9 +365,9 @@ def _companions(r: _Reader, data: dict) -> tuple[Companion, ...]:
     for i, d in enumerate(r.tables(data, "companions", "")):
         p = f"companions[{i}]"
         r.keys(d, p, {"name"}, {"spec", "purpose"})
-        spec = r.spec(d, "spec", p, allow_empty=True) if "spec" in d else SpecifierSet()
+        spec = r.spec(d, "spec", p, allow_empty=True) if "spec" in d else Spec()
         out.append(Companion(name=r.str_(d, "name", p, name_like=True) or "",
-                             spec=spec or SpecifierSet(), purpose=r.str_(d, "purpose", p)))
+                             spec=spec or Spec(), purpose=r.str_(d, "purpose", p)))
     return tuple(out)
 
 

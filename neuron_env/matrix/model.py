@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record
+from neuron_env.util.versions import Spec, Ver
 
 FORMAT_VERSION = 1
 OS_STATUSES = ("supported", "end-of-support", "unsupported")
@@ -64,9 +62,9 @@ class OSEntry:
 class Pair:
     """One supported torch-neuronx family and the exact torch release it is built against."""
 
-    torch: Version
-    torch_neuronx: SpecifierSet
-    python: SpecifierSet | None = None  # narrower than the release's Python range, if set
+    torch: Ver
+    torch_neuronx: Spec
+    python: Spec | None = None  # narrower than the release's Python range, if set
     note: str | None = None
 
     @property
@@ -88,7 +86,7 @@ class Pair:
 @record
 class Companion:
     name: str
-    spec: SpecifierSet
+    spec: Spec
     purpose: str | None = None
 
     @property
@@ -107,7 +105,7 @@ class Index:
 @record
 class Placeholder:
     name: str
-    version: Version
+    version: Ver
 
 
 @record
@@ -151,7 +149,7 @@ class Matrix:
     status: str
     backend: str
     summary: str
-    python: SpecifierSet
+    python: Spec
     architectures: tuple[str, ...]
     instances: tuple[InstanceFamily, ...]
     os: tuple[OSEntry, ...]
@@ -168,8 +166,8 @@ class Matrix:
     sources: tuple[Source, ...] = ()
 
     @property
-    def version(self) -> Version:
-        return Version(self.release)
+    def version(self) -> Ver:
+        return Ver(self.release)
 
     def family(self, name: str) -> InstanceFamily | None:
         return next((f for f in self.instances if f.family == name), None)
@@ -193,7 +191,7 @@ class Matrix:
     def placeholder(self, name: str, version: str) -> Placeholder | None:
         key = canonicalize_name(name)
         try:
-            v = Version(version)
+            v = Ver(version)
         except Exception:
             return None
         return next(
@@ -227,7 +225,7 @@ def family_of(instance_type: str) -> str:
     return instance_type.split(".", 1)[0].strip().lower()
 
 
-def fmt_spec(spec: SpecifierSet | None) -> str:
+def fmt_spec(spec: Spec | None) -> str:
     """A specifier as people write it: lower bounds first (`>=3.12,<3.15`, not `<3.15,>=3.12`)."""
     if spec is None:
         return ""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.errors import ResolutionError
 from neuron_env.matrix.model import Matrix, Pair, fmt_spec
 from neuron_env.util.record import record
+from neuron_env.util.versions import Ver
 
 
 @record
@@ -16,8 +15,8 @@ class Resolution:
 
 def _minor(text: str) -> str:
     try:
-        v = Version(text)
-    except InvalidVersion:
+        v = Ver(text)
+    except ValueError:
         raise ResolutionError(f"--torch {text!r} is not a version such as 2.14 or 2.13",
                               hint="use --torch 2.14 or --torch 2.13") from None
     return f"{v.major}.{v.minor}"

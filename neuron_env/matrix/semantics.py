@@ -7,32 +7,30 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.matrix.model import Matrix
 from neuron_env.util.names import canonicalize_name
+from neuron_env.util.versions import Spec, Ver
 
 _FILE = re.compile(r"^neuron-(\d+(?:\.\d+)*)\.toml$")
 
 
-def _candidates(*specs: SpecifierSet | None) -> list[Version]:
+def _candidates(*specs: Spec | None) -> list[Ver]:
     """Versions that decide whether specifier sets meet: every bound they name, its next
     micro, and a grid of 2.0-4.40 (enough for Python ranges; bounds cover the rest)."""
-    out = {Version(f"{a}.{b}") for a in (2, 3, 4) for b in range(41)}
+    out = {Ver(f"{a}.{b}") for a in (2, 3, 4) for b in range(41)}
     for spec in specs:
         for s in spec or ():
             v = s.version.removesuffix(".*")
             try:
-                base = Version(v)
-            except InvalidVersion:
+                base = Ver(v)
+            except ValueError:
                 continue
             rel = list(base.release) + [0] * (3 - len(base.release))
-            out |= {base, Version(".".join(map(str, [*rel[:-1], rel[-1] + 1])))}
+            out |= {base, Ver(".".join(map(str, [*rel[:-1], rel[-1] + 1])))}
     return sorted(out)
 
 
-def satisfiable(*specs: SpecifierSet | None) -> bool:
+def satisfiable(*specs: Spec | None) -> bool:
     """Whether one version satisfies every given set (None: no constraint)."""
     want = [s for s in specs if s is not None]
     return any(all(s.contains(v, prereleases=True) for s in want) for v in _candidates(*want))
@@ -56,7 +54,7 @@ def semantic_problems(m: Matrix, source: str) -> list[tuple[str, str]]:
                             f"({j}): two torch versions for one torch-neuronx family"))
         fams[str(p.torch_neuronx)] = i
     mt = _FILE.match(Path(source).name)
-    if mt and m.release and Version(mt.group(1)) != Version(m.release):
+    if mt and m.release and Ver(mt.group(1)) != Ver(m.release):
         out.append(("release", f"release {m.release!r} in a file named for {mt.group(1)}: "
                     "rename the file or fix the release"))
     out += _placeholder_problems(m)
@@ -64,9 +62,8 @@ def semantic_problems(m: Matrix, source: str) -> list[tuple[str, str]]:
 
 
 def _placeholder_problems(m: Matrix) -> list[tuple[str, str]]:
-    real: dict[str, list[SpecifierSet]] = {"torch-neuronx": [p.torch_neuronx for p in m.pairs],
-                                           "torch": [SpecifierSet(f"=={p.torch}")
-                                                     for p in m.pairs]}
+    real: dict[str, list[Spec]] = {"torch-neuronx": [p.torch_neuronx for p in m.pairs],
+                                   "torch": [Spec(f"=={p.torch}") for p in m.pairs]}
     for c in m.companions:
         real.setdefault(canonicalize_name(c.name), []).append(c.spec)
     out = []
@@ -78,7 +75,7 @@ def _placeholder_problems(m: Matrix) -> list[tuple[str, str]]:
     return out
 
 
-def _pins(spec: SpecifierSet) -> bool:
+def _pins(spec: Spec) -> bool:
     """Whether spec names real versions closely (==X.Y.Z or a family ==X.Y.Z.*), not a loose
     range such as ==0.* that a placeholder may well fall in."""
     return any(s.operator in ("==", "===") and s.version.removesuffix(".*").count(".") >= 2
