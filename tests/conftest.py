@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,16 @@ def _guarded(real):
     return connect
 
 
+def pytest_configure(config):
+    """neuron-env's own cache (matrix/cache.py) in a temporary directory, never in ~, from
+    collection on (test modules load matrices at import)."""
+    os.environ["NEURON_ENV_CACHE_DIR"] = tempfile.mkdtemp(prefix="ne-test-cache-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ.pop("NEURON_ENV_CACHE_DIR", ""), ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", _guarded(_real_connect))
@@ -51,7 +63,8 @@ def _no_network(monkeypatch):
 def cli_env(**extra: str) -> dict[str, str]:
     """Environment for running the CLI as a subprocess: IMDS off unless a test sets it."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("NEURON_ENV_", "AWS_EC2_METADATA")) and k != "VIRTUAL_ENV"}
+           if (not k.startswith(("NEURON_ENV_", "AWS_EC2_METADATA")) and k != "VIRTUAL_ENV")
+           or k == "NEURON_ENV_CACHE_DIR"}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     env.update(extra)
     return {k: v for k, v in env.items() if v is not None}

@@ -69,10 +69,10 @@ def from_flags(ids: list[str], reasons: list[str], untils: list[str]) -> list[Wa
 
 def from_file(path: str) -> list[Waiver]:
     """A TOML file: `[[waiver]]` tables with id, reason and optional until."""
-    from neuron_env.matrix.loader import tomllib  # the project's one TOML reader
+    from neuron_env.matrix.loader import toml  # the project's one TOML reader
 
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = toml().loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
         raise UsageError(f"--waivers {path}: cannot read: {e.strerror or e}") from None
     except ValueError as e:

@@ -31,15 +31,9 @@ from neuron_env.matrix.model import (
     Placeholder,
     Source,
 )
-from neuron_env.matrix.semantics import semantic_problems
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 _TOML_LINE = re.compile(r"at line (\d+)")
 MAX_MATRIX = 4 << 20  # a matrix is a few KiB; /dev/zero or a 10 GB file is not one
@@ -506,12 +500,25 @@ def _check_source_refs(r: _Reader, sources, instances, oses, driver) -> None:
 
 
 # -- entry points -----------------------------------------------------------------------------
-def parse_text(text: str, source: str = "<string>", bundled: bool = False) -> Matrix:
-    """Parse and validate one document; raise MatrixError with every problem found."""
+def toml():
+    """The project's one TOML reader (tomllib, or tomli before 3.11), imported when a file is
+    parsed: a cached matrix never needs it."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
+def parse_text(text: str, source: str = "<string>", bundled: bool = False,
+               remember: bool = False) -> Matrix:
+    """Parse and validate one document; raise MatrixError with every problem found.
+    `remember`: keep the parse of a valid document in the cache (matrix/cache.py)."""
     if not text.strip():
         raise MatrixError([Problem(source, "", "the file is empty; a matrix needs at least "
                                    "'format', 'release' and the tables described in "
                                    "matrices/FORMAT.md")])
+    tomllib = toml()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -527,7 +534,23 @@ def parse_text(text: str, source: str = "<string>", bundled: bool = False) -> Ma
         _semantic_problems(r, matrix)
     if r.problems or matrix is None:
         raise MatrixError(r.problems)
+    if remember:
+        from neuron_env.matrix import cache
+
+        cache.put(source, text, data)
     return matrix
+
+
+def _from_cache(text: str, source: str, bundled: bool) -> Matrix | None:
+    """The matrix from the cached parse of this very text (checked when it was kept)."""
+    from neuron_env.matrix import cache
+
+    data = cache.get(source, text)
+    if data is None:
+        return None
+    r = _Reader(source, text)
+    matrix = _parse(r, data, source, bundled)
+    return None if r.problems else matrix
 
 
 def load_file(path: Path, bundled: bool = False) -> Matrix:
@@ -545,10 +568,13 @@ def load_file(path: Path, bundled: bool = False) -> Matrix:
     except UnicodeDecodeError as e:
         raise MatrixError([Problem(str(path), "", f"is not UTF-8 text ({e.reason} at byte "
                                    f"{e.start})")]) from None
-    return parse_text(text, str(path), bundled)
+    return (_from_cache(text, str(path), bundled)
+            or parse_text(text, str(path), bundled, remember=True))
 
 
 def _semantic_problems(r: _Reader, m: Matrix) -> None:
     """Contradictions that each field alone cannot show (matrix/semantics.py)."""
+    from neuron_env.matrix.semantics import semantic_problems
+
     for path, message in semantic_problems(m, r.file):
         r.bad(path, message)
