@@ -6,6 +6,7 @@ Only the selected file is parsed: the release number is read from the file name
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -28,7 +29,12 @@ class Entry:
 
     @property
     def version(self) -> Ver:
-        return Ver(self.release)
+        return _version(self.release)
+
+
+@functools.cache
+def _version(release: str) -> Ver:
+    return Ver(release)  # parsed once: scanning sorts ~50 file names more than once
 
 
 def bundled_dir() -> Path:
@@ -52,7 +58,7 @@ def scan(directory: Path, bundled: bool = False) -> list[Entry]:
         if not m:
             continue
         try:
-            Ver(m.group("release"))
+            _version(m.group("release"))
         except ValueError:
             continue
         out.append(Entry(m.group("release"), directory / name, bundled))

@@ -29,12 +29,17 @@ def find_pythons(env: dict[str, str] | None = None,
     env = dict(os.environ) if env is None else env
     home = str(home or env.get("HOME") or Path.home())
     seen: dict[str, str] = {}
+    listed: set[tuple[int, int]] = set()  # /bin and /usr/bin are one directory on most hosts
     for d in _places(env, home):
         d = d.rstrip("/") or "/"
         if os.path.basename(d) == "shims" or os.path.exists(
                 os.path.join(os.path.dirname(d), "pyvenv.cfg")):  # pyenv shims: see above
             continue
         try:
+            st = os.stat(d)
+            if (st.st_dev, st.st_ino) in listed:
+                continue
+            listed.add((st.st_dev, st.st_ino))
             names = os.listdir(d)
         except OSError:
             continue

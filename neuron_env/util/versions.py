@@ -55,7 +55,7 @@ def _local(label: str) -> str:
 class Ver:
     """packaging.version.Version for neuron-env's purposes (see the module's docstring)."""
 
-    __slots__ = ("_own", "_pk", "local", "post", "release")
+    __slots__ = ("_k", "_own", "_pk", "local", "post", "release")
 
     def __init__(self, text) -> None:
         if isinstance(text, Ver):
@@ -64,15 +64,25 @@ class Ver:
             return
         m = _RELEASE.fullmatch(text) if isinstance(text, str) else None
         if m:
-            self.release = tuple(int(x) for x in m.group(1).split("."))
-            self.post = int(m.group(2)) if m.group(2) else None
-            self.local = _local(m.group(3)) if m.group(3) else None
+            release, post, local = m.groups()
+            self.release = tuple(map(int, release.split(".")))
+            self.post = int(post) if post else None
+            self.local = _local(local) if local else None
             self._own, self._pk = True, None
+            self._k = self._order()
             return
         real = _packaging_version(text if isinstance(text, str) else str(text))
         self.release, self.post, self.local, self._pk = real.release, real.post, real.local, real
         # `v2.14`, `1.0-1`: release (and post) only after all, so compared (and hashed) here
         self._own = real.epoch == 0 and real.pre is None and real.dev is None
+        self._k = self._order()
+
+    def _order(self) -> tuple | None:
+        """The sort key of a version with no pre/dev/epoch/local label (else None): trailing
+        zeros do not count, a post-release sorts after its release."""
+        if not self._own or self.local is not None:
+            return None
+        return _trim(self.release), -1 if self.post is None else self.post
 
     def real(self):
         """The packaging Version (imports packaging)."""
@@ -84,12 +94,6 @@ class Ver:
     def plain(self) -> bool:
         """Release-only (no post, no local): what a Spec compares here."""
         return self._own and self.local is None and self.post is None
-
-    def _key(self) -> tuple | None:
-        """The order of versions with no pre/dev/epoch/local, else None."""
-        if not self._own or self.local is not None:
-            return None
-        return _trim(self.release), -1 if self.post is None else self.post
 
     @property
     def major(self) -> int:
@@ -131,15 +135,13 @@ class Ver:
         return f"<Version('{self}')>"
 
     def __hash__(self) -> int:
-        key = self._key()
-        return hash(self.real()) if key is None else hash(key)
+        return hash(self.real()) if self._k is None else hash(self._k)
 
     def _pair(self, other):
         """(mine, theirs) as comparable keys, or None when `other` is no version."""
         if isinstance(other, Ver):
-            mine, theirs = self._key(), other._key()
-            if mine is not None and theirs is not None:
-                return mine, theirs
+            if self._k is not None and other._k is not None:
+                return self._k, other._k
             return self.real(), other.real()
         if type(other).__name__ == "Version" and hasattr(other, "release"):
             return self.real(), other  # packaging's Version

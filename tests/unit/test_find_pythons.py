@@ -40,3 +40,15 @@ def test_venvs_and_shims_are_no_base(tmp_path):
     env = {"PATH": os.pathsep.join([str(venv / "bin"), str(shims)]),
            "HOME": str(tmp_path / "nohome")}
     assert not [p for p, _ in find_pythons(env) if p.startswith(str(tmp_path))]
+
+
+def test_one_directory_under_two_names_is_listed_once(tmp_path, monkeypatch):
+    real = tmp_path / "usr/bin"
+    first = _exe(real / "python3.12")
+    (tmp_path / "bin").symlink_to(real)  # merged /usr: /bin is /usr/bin
+    listed = []
+    monkeypatch.setattr(os, "listdir", lambda d, _real=os.listdir: listed.append(d) or _real(d))
+    env = {"PATH": os.pathsep.join([str(real), str(tmp_path / "bin"), str(real)]),
+           "HOME": str(tmp_path / "nohome")}
+    assert dict((v, p) for p, v in find_pythons(env))["3.12"] == first
+    assert [d for d in listed if d.startswith(str(tmp_path))] == [str(real)]
