@@ -1,21 +1,52 @@
 """The command line: `app.py` holds the typer app and the one boundary; each other module here
-parses one command's flags and hands a producer to `app.emit`. Importing this package
-registers every command."""
+parses one command's flags and hands a producer to `app.emit`.
 
-from neuron_env.cli import (  # noqa: F401
-    bootstrap,
-    bundle,
-    collectives,
-    doctor,
-    engines,
-    fleet,
-    install,
-    instance,
-    matrix,
-    scan,
-    smoke,
-    trial,
+COMMANDS names every command and group with the module that registers it, in the order help
+lists them. A run imports only the module of the command it runs (`main()`, cli/lazy.py: the
+other modules' typer options cost ~10 ms of start-up). `register()`, and `app` read from this
+package, import every module: the app with every command. A new command module gets a line in
+COMMANDS (tests/unit/test_cli_lazy.py fails until it has one)."""
+
+from neuron_env.cli.app import main
+
+COMMANDS = (  # (command or group, its module in neuron_env/cli/), in help order
+    ("userdata", "bootstrap"),
+    ("imagebuilder-component", "bootstrap"),
+    ("bundle", "bundle"),
+    ("collectives", "collectives"),
+    ("doctor", "doctor"),
+    ("slurm-healthcheck", "engines"),
+    ("k8s-manifests", "engines"),
+    ("install", "install"),
+    ("instance", "instance"),
+    ("scan", "scan"),
+    ("smoke", "smoke"),
+    ("trial", "trial"),
+    ("matrix", "matrix"),
+    ("fleet", "fleet"),
 )
-from neuron_env.cli.app import app, main
 
-__all__ = ["app", "main"]
+
+def register():
+    """Import every command module (each registers its commands on the app); the app."""
+    import importlib
+
+    for _, module in COMMANDS:
+        importlib.import_module(f"{__name__}.{module}")
+    from neuron_env.cli.app import app
+
+    return app
+
+
+# `neuron_env.cli.app` is also the submodule cli/app.py, which the import above bound here:
+# unbound, the name reaches __getattr__, which gives the typer app with every command
+globals().pop("app", None)
+
+
+def __getattr__(name: str):
+    if name == "app":
+        return register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["COMMANDS", "app", "main", "register"]

@@ -169,14 +169,14 @@ def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def main() -> None:
-    import neuron_env.cli  # noqa: F401  (the command modules register on `app`)
-    from neuron_env.cli import lazy
+    from neuron_env.cli import COMMANDS, lazy
 
     usage, abort = _parse_errors()
     _sigterm_interrupts()
     try:
-        # parse errors come back here (JSON mode speaks JSON); only the command run is built
-        rc = lazy.command(app)(standalone_mode=False)
+        # parse errors come back here (JSON mode speaks JSON); only the command run is
+        # imported and built
+        rc = lazy.command(app, COMMANDS)(standalone_mode=False)
     except usage as e:
         usage_error(e, sys.argv[1:])
     except (KeyboardInterrupt, *abort):

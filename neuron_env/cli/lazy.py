@@ -1,17 +1,20 @@
-"""typer's click tree, built one subcommand at a time.
+"""typer's click tree, built one subcommand at a time, its module imported when needed.
 
 `typer.main.get_command(app)` turns every registered command into a click command up front:
 the signature of each function inspected, each option converted (~35 ms for neuron-env's ~20
-commands and groups, more than the rest of doctor's own start-up). `command(app)` builds the
-same root group (its options, --version, completion) but fills its subcommands on first look
-up: a run builds only the command it runs. Help, completion and typo hints still see every
-name (help and completion build the rest when they list them).
+commands and groups, more than the rest of doctor's own start-up); and registering them means
+importing every command module (~10 ms more). `command(app, commands)` builds the same root
+group (its options, --version, completion) but fills its subcommands on first look-up, from
+the (name, module) table in cli/__init__.py: a run imports and builds only the command it runs.
+Help, completion and typo hints still see every name (help and completion build the rest when
+they list them).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, MutableMapping
+import importlib
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import partial
 
 import typer
@@ -69,9 +72,23 @@ def factories(app: typer.Typer) -> dict[str, Callable[[], object]] | None:
     return out
 
 
-def command(app: typer.Typer):
-    """The click command `app()` would run, its subcommands built on demand."""
-    made = factories(app)
+def _lazy(app: typer.Typer, name: str, module: str):
+    """The factory of `name`: import its module (which registers it on `app`), build it."""
+    def build():
+        importlib.import_module(f"neuron_env.cli.{module}")
+        made = factories(app) or {}
+        if name not in made:
+            raise RuntimeError(f"neuron_env.cli.{module} registers no command {name!r} "
+                               "(fix COMMANDS in neuron_env/cli/__init__.py)")
+        return made[name]()
+    return build
+
+
+def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None):
+    """The click command `app()` would run, its subcommands built on demand. `commands`:
+    (name, module) pairs whose modules are imported on demand too; else those registered."""
+    made = ({name: _lazy(app, name, module) for name, module in commands} if commands
+            else factories(app))
     if made is None or not app.registered_callback:
         return typer_main.get_command(app)
     root = copy.copy(app)  # the root alone: its callback, options and completion flags

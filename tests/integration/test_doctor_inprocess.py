@@ -3,7 +3,9 @@ Both start the target probe (a real process), so they are integration tests."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -11,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from neuron_env import checks
-from neuron_env.cli import app
+from neuron_env.cli import COMMANDS, app
 from tests.helpers import roots
 
 pytestmark = pytest.mark.integration
@@ -19,23 +21,42 @@ pytestmark = pytest.mark.integration
 # doctor must not import these: torch never, boto3 only with --aws, the install resolution
 # machinery (and packaging's requirement/marker/tag parsers) only on install
 # (install.plan, pure, is imported when a failing backend check asks the planner for a fix
-# it would accept: #14's "never print a fix neuron-env would refuse")
+# it would accept: #14's "never print a fix neuron-env would refuse"); nor, for start-up
+# (#21): packaging at all (util/versions.py), frozen dataclasses, hashlib, a second
+# click beside typer's own, or the modules of other commands (cli/lazy.py)
 NEVER = ("torch", "boto3", "botocore", "rich",
          "neuron_env.install.execute", "packaging.requirements", "packaging.markers",
-         "packaging.tags")
+         "packaging.tags", "packaging", "dataclasses", "hashlib",
+         *(("click",) if importlib.util.find_spec("typer._click") else ()),
+         *sorted({f"neuron_env.cli.{m}" for _, m in COMMANDS} - {"neuron_env.cli.doctor"}))
+# once the matrix cache is warm (matrix/cache.py), nor the TOML parser, the semantic checks or
+# tempfile (the cache's atomic write)
+WARM_NEVER = ("tomllib", "tomli", "neuron_env.matrix.semantics", "tempfile")
 
 
-def test_doctor_never_imports_torch_or_boto3(tmp_path):
-    root = roots.trn2_host(tmp_path / "r")
+def _doctor_imports(root, env) -> tuple[list[str], dict]:
+    """(modules of NEVER + WARM_NEVER that doctor imported, its JSON) in a fresh interpreter."""
     code = ("import sys\nfrom neuron_env.cli import main\nsys.argv=['neuron-env','doctor',"
             f"'--root',{str(root)!r},'--format','json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            f"bad=[m for m in {NEVER!r} if m in sys.modules]\n"
+            f"bad=[m for m in {NEVER + WARM_NEVER!r} if m in sys.modules]\n"
             "sys.stderr.write('IMPORTED=%s' % ','.join(bad))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert "IMPORTED=" in p.stderr
-    assert p.stderr.split("IMPORTED=")[-1].strip() == "", p.stderr
-    assert json.loads(p.stdout)["schema"] == "neuron-env.doctor/1"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert "IMPORTED=" in p.stderr, p.stderr
+    return [m for m in p.stderr.split("IMPORTED=")[-1].strip().split(",") if m], \
+        json.loads(p.stdout)
+
+
+def test_doctor_never_imports_torch_boto3_resolution_or_what_it_need_not(tmp_path):
+    root = roots.trn2_host(tmp_path / "r")
+    env = dict(os.environ, NEURON_ENV_CACHE_DIR=str(tmp_path / "cache"))
+    cold, doc = _doctor_imports(root, env)  # the first run parses the matrix and keeps it
+    assert [m for m in cold if m not in WARM_NEVER] == [], cold
+    assert doc["schema"] == "neuron-env.doctor/1" and "tomllib" in cold
+    warm, again = _doctor_imports(root, env)
+    assert warm == [], warm
+    assert [r["id"] for r in again["results"]] == [r["id"] for r in doc["results"]]
 
 
 def test_crashing_check_gives_exit_3_and_a_full_report(tmp_path, monkeypatch):

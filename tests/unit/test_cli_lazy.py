@@ -1,14 +1,19 @@
-"""cli/lazy.py: the click tree `main()` runs builds only the subcommand it runs, and is the
-same tree typer would build (names, order, options, help, typo hints)."""
+"""cli/lazy.py: the click tree `main()` runs imports and builds only the subcommand it runs,
+and is the same tree typer would build (names, options, help, typo hints); COMMANDS in
+cli/__init__.py names every command of every module."""
 
 from __future__ import annotations
+
+import importlib
+from pathlib import Path
 
 import pytest
 from typer.main import get_command
 
-import neuron_env.cli  # noqa: F401  (registers every command)
-from neuron_env.cli import lazy
-from neuron_env.cli.app import app
+import neuron_env.cli
+from neuron_env.cli import COMMANDS, lazy, register
+
+app = register()
 
 
 def _params(cmd) -> list[tuple]:
@@ -17,22 +22,23 @@ def _params(cmd) -> list[tuple]:
 
 
 def test_version_builds_no_subcommand(capsys):
-    group = lazy.command(app)
+    group = lazy.command(app, COMMANDS)
     assert group(["--version"], standalone_mode=False) == 0
     assert capsys.readouterr().out.startswith("neuron-env ")
     assert group.commands.built() == []
 
 
 def test_a_run_builds_only_its_command(capsys):
-    group = lazy.command(app)
+    group = lazy.command(app, COMMANDS)
     rc = group(["instance", "trn2.48xlarge", "--format", "json"], standalone_mode=False)
     assert rc == 0 and '"trn2.48xlarge"' in capsys.readouterr().out
     assert group.commands.built() == ["instance"]
 
 
 def test_same_tree_as_typer_builds():
-    eager, group = get_command(app), lazy.command(app)
-    assert list(group.commands) == list(eager.commands)
+    eager, group = get_command(app), lazy.command(app, COMMANDS)
+    assert sorted(group.commands) == sorted(eager.commands)
+    assert list(group.commands) == [name for name, _ in COMMANDS]
     assert _params(group) == _params(eager)  # --version and the completion flags
     for name, cmd in eager.commands.items():
         mine = group.commands[name]
@@ -42,14 +48,14 @@ def test_same_tree_as_typer_builds():
 
 
 def test_help_lists_every_command(capsys):
-    group = lazy.command(app)
+    group = lazy.command(app, COMMANDS)
     assert group(["--help"], standalone_mode=False) == 0
     out = capsys.readouterr().out
     assert all(f"  {name} " in out for name in get_command(app).commands)
 
 
 def test_typo_hint_without_building(capsys):
-    group = lazy.command(app)
+    group = lazy.command(app, COMMANDS)
     with pytest.raises(Exception, match="Did you mean 'doctor'"):
         group(["doctr"], standalone_mode=False)
     assert group.commands.built() == []
@@ -64,3 +70,27 @@ def test_mapping_behaves_like_a_dict():
     m["c"] = "C"
     del m["b"]
     assert dict(m.items()) == {"a": "A", "c": "C"}
+
+
+def test_commands_names_every_module_and_the_module_that_registers_each():
+    here = Path(neuron_env.cli.__file__).parent
+    modules = {p.stem for p in here.glob("*.py")} - {"__init__", "app", "lazy"}
+    assert {m for _, m in COMMANDS} == modules, "a command module is missing from COMMANDS"
+    eager = get_command(app)
+    for name, module in COMMANDS:
+        cmd = eager.commands[name]
+        subs = getattr(cmd, "commands", {}).values() or [cmd]
+        assert all(c.callback.__module__ == f"neuron_env.cli.{module}"
+                   or getattr(c.callback, "__wrapped__", c.callback).__module__
+                   == f"neuron_env.cli.{module}" for c in subs), (name, module)
+
+
+def test_a_wrong_table_says_where_to_fix_it():
+    group = lazy.command(app, [("nosuch", "doctor")])
+    with pytest.raises(RuntimeError, match="COMMANDS"):
+        group.commands["nosuch"]
+
+
+def test_package_app_has_every_command():
+    assert importlib.import_module("neuron_env.cli").app is app
+    assert len(app.registered_commands) + len(app.registered_groups) == len(COMMANDS)
