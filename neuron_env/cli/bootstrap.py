@@ -1,7 +1,5 @@
 """`neuron-env userdata` and `neuron-env imagebuilder-component`: rendered scripts on stdout."""
 
-from __future__ import annotations
-
 import typer
 
 from neuron_env.cli.app import app, emit, index_option

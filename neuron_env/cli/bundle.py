@@ -1,7 +1,5 @@
 """`neuron-env bundle`."""
 
-from __future__ import annotations
-
 import typer
 
 from neuron_env.cli.app import Fmt, app, emit, matrix_option, python_option, root_option

@@ -1,7 +1,5 @@
 """`neuron-env collectives`: flags -> CollectivesOptions -> the boundary."""
 
-from __future__ import annotations
-
 import contextlib
 import sys
 

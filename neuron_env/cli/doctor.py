@@ -1,7 +1,5 @@
 """`neuron-env doctor`: flags -> DoctorOptions -> commands.doctor.run -> the boundary."""
 
-from __future__ import annotations
-
 import sys
 
 import typer

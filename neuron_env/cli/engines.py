@@ -1,7 +1,5 @@
 """`neuron-env slurm-healthcheck` and `k8s-manifests`: engine integration rendered on stdout."""
 
-from __future__ import annotations
-
 import typer
 
 from neuron_env.cli.app import Fmt, app, emit

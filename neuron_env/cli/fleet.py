@@ -1,7 +1,5 @@
 """`neuron-env fleet doctor|report`: flags -> commands.fleet -> the boundary."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 import typer

@@ -1,7 +1,5 @@
 """`neuron-env install`: flags -> InstallOptions -> commands.install.run -> the boundary."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 import typer

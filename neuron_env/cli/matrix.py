@@ -1,7 +1,5 @@
 """`neuron-env matrix list|show|validate|import`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

@@ -1,7 +1,5 @@
 """`neuron-env scan PATH...`."""
 
-from __future__ import annotations
-
 import sys
 from enum import Enum
 

@@ -1,7 +1,5 @@
 """`neuron-env smoke`: flags -> SmokeOptions -> commands.smoke -> the boundary."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 import typer

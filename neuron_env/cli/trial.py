@@ -1,7 +1,5 @@
 """`neuron-env trial MODEL`: flags -> TrialOptions -> commands.trial -> the boundary."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 import typer
