@@ -2,7 +2,8 @@
 # syntax ON PURPOSE (unlike smoke.py, 3.10+): it must report on targets too old for the
 # matrix, so that python.version can say so.
 # Prints one JSON document between markers, so whatever else lands on stdout cannot confuse it.
-import json
+# No `json` (nor `re`, which it imports): ~17 ms of the target's start-up. The document is
+# written by `dumps` below; files that hold JSON go back as text, parsed by neuron-env.
 import os
 import sys
 
@@ -12,6 +13,34 @@ NEURON_MODULES = {
     "libneuronxla": "libneuronxla", "torch-neuron": "torch_neuron", "neuron-cc": "neuroncc",
 }
 MANIFEST = os.path.join(".neuron-env", "install-manifest.json")
+
+
+_ESCAPE = dict((i, "\\u%04x" % i) for i in range(32))
+_ESCAPE.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+
+
+def _string(text):
+    text = text.translate(_ESCAPE)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (an undecodable file name): escape it
+        text = "".join("\\u%04x" % ord(c) if 0xD800 <= ord(c) < 0xE000 else c for c in text)
+    return '"' + text + '"'
+
+
+def dumps(value):
+    """JSON for None, bools, ints, strings, lists and dicts (all the document holds)."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_string(str(k)) + ":" + dumps(v) for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    return _string(str(value))
 
 
 def canon(name):
@@ -82,12 +111,7 @@ def distributions():
             if key in seen:  # the first one on sys.path is the one that imports
                 continue
             seen.add(key)
-            direct = read_text(os.path.join(info, "direct_url.json"))
-            try:
-                entry_doc["direct_url"] = json.loads(direct) if direct else None
-            except ValueError:
-                entry_doc["direct_url"] = None
-                entry_doc["broken"] = "direct_url.json is not valid JSON"
+            entry_doc["direct_url_text"] = read_text(os.path.join(info, "direct_url.json"))
             module = NEURON_MODULES.get(key)
             if module is not None:
                 init = read_text(os.path.join(base, module, "__init__.py"), 8192)
@@ -99,13 +123,6 @@ def distributions():
 def main():
     dists = distributions()
     manifest_path = os.path.join(sys.prefix, MANIFEST)
-    manifest, manifest_error = None, None
-    text = read_text(manifest_path, 4 << 20)
-    if text is not None:
-        try:
-            manifest = json.loads(text)
-        except ValueError as e:
-            manifest_error = f"{manifest_path} is not valid JSON: {e}"
     doc = {
         "python": {
             "version": "%d.%d.%d" % sys.version_info[:3],
@@ -119,11 +136,10 @@ def main():
             "machine": os.uname().machine,
         },
         "distributions": dists,
-        "manifest": manifest,
+        "manifest_text": read_text(manifest_path, 4 << 20),
         "manifest_path": manifest_path,
-        "manifest_error": manifest_error,
     }
-    sys.stdout.write("\n" + MARKER + json.dumps(doc) + MARKER + "\n")
+    sys.stdout.write("\n" + MARKER + dumps(doc) + MARKER + "\n")
     sys.stdout.flush()
 
 

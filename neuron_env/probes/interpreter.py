@@ -110,6 +110,17 @@ def probe_target(flag: str | None) -> TargetFacts:
     return finish_probe(*start_probe(flag))
 
 
+def _json(text) -> tuple[object, str | None]:
+    """(the document, None), (None, why it is not JSON), or (None, None) for no file: files
+    the probe sends back as text (direct_url.json, the install manifest)."""
+    if not isinstance(text, str):
+        return None, None
+    try:
+        return json.loads(text), None
+    except ValueError as e:
+        return None, str(e)
+
+
 def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
     res = running.result()
     doc = None
@@ -130,13 +141,16 @@ def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
             broken.append(f"{d.get('location') or '?'}: {d['broken']}")
             continue
         key = canonicalize_name(str(d["name"]))
+        direct, _ = _json(d.get("direct_url_text"))
         dists[key] = Dist(str(d["name"]), str(d["version"]),
-                          d.get("direct_url") if isinstance(d.get("direct_url"), dict) else None,
+                          direct if isinstance(direct, dict) else None,
                           d.get("location"), bool(d.get("wrong_package_marker")))
-    manifest = doc.get("manifest") if isinstance(doc.get("manifest"), dict) else None
+    manifest, bad = _json(doc.get("manifest_text"))
+    manifest_error = f"{doc.get('manifest_path')} is not valid JSON: {bad}" if bad else None
+    manifest = manifest if isinstance(manifest, dict) else None
     return TargetFacts(
         path=path, chosen_by=by, version=py.get("version"), executable=py.get("executable"),
         prefix=py.get("prefix"), venv=py.get("venv"), machine=py.get("machine"),
         dists=dists, broken=tuple(broken), manifest=manifest,
-        manifest_path=doc.get("manifest_path"), manifest_error=doc.get("manifest_error"),
+        manifest_path=doc.get("manifest_path"), manifest_error=manifest_error,
     )
