@@ -35,7 +35,7 @@ from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
 
-_TOML_LINE = re.compile(r"at line (\d+)")
+_TOML_LINE = r"at line (\d+)"  # compiled on first use (a TOML error)
 MAX_MATRIX = 4 << 20  # a matrix is a few KiB; /dev/zero or a 10 GB file is not one
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -522,7 +522,7 @@ def parse_text(text: str, source: str = "<string>", bundled: bool = False,
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        m = _TOML_LINE.search(str(e))
+        m = re.search(_TOML_LINE, str(e))
         raise MatrixError([Problem(source, "", f"not valid TOML: {e}",
                                    int(m.group(1)) if m else None)]) from None
     except RecursionError:

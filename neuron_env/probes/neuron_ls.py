@@ -15,8 +15,8 @@ from neuron_env.util.record import record
 TIMEOUT = 5.0
 FALLBACK = "/opt/aws/neuron/bin/neuron-ls"
 FLAGS = (("-j",), ("--output-format", "json"))
-BAD_OPTION = re.compile(r"unrecognized|unknown (option|flag|shorthand)|invalid option|"
-                        r"no such option|usage:", re.I)
+BAD_OPTION = (r"(?i)unrecognized|unknown (option|flag|shorthand)|invalid option|"
+              r"no such option|usage:")  # compiled on first use: most runs never need it
 
 
 @record
@@ -30,7 +30,7 @@ class NeuronLsFacts:
 
 def _refused(res: proc.Completed) -> bool:
     """`-j` rejected as an option (argparse exits 2; cobra says 'unknown shorthand flag')."""
-    return res.returncode == 2 or bool(BAD_OPTION.search(res.stdout + res.stderr))
+    return res.returncode == 2 or bool(re.search(BAD_OPTION, res.stdout + res.stderr))
 
 
 def probe_neuron_ls() -> NeuronLsFacts:

@@ -10,7 +10,6 @@ from pathlib import Path
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
-from neuron_env.util.atomic import write_atomic
 
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
@@ -74,6 +73,8 @@ def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: i
                         error: dict) -> None:
     """Every --report path gets a document on every exit: the error one when the run failed.
     Best effort: a bad spec or an unwritable path is already the error being reported."""
+    from neuron_env.util.atomic import write_atomic
+
     for spec in specs:
         fmt, sep, path = spec.partition(":")
         if not sep or not path or fmt not in FORMATS:

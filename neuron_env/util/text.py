@@ -8,10 +8,11 @@ import re
 
 # C0 (but tab and newline), DEL and C1 controls
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# what XML 1.0 forbids outright (tab, newline and carriage return are allowed)
-_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# what XML 1.0 forbids outright (tab, newline and carriage return are allowed); compiled on
+# first use (re's cache), as _SGR: ~1 ms at import, and most runs write no XML
+_NOT_XML = r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 # the colour codes neuron-env itself writes (SGR: ESC [ digits m), kept when asked
-_SGR = re.compile(r"(\x1b\[[0-9;]{0,8}m)")
+_SGR = r"(\x1b\[[0-9;]{0,8}m)"
 
 
 def _esc(m: re.Match) -> str:
@@ -24,9 +25,9 @@ def escape_controls(s: str, keep_sgr: bool = False) -> str:
     plain colour codes (ESC [ n m) alone, for a report neuron-env coloured itself."""
     if not keep_sgr:
         return _CONTROL.sub(_esc, s)
-    return "".join(p if i % 2 else _CONTROL.sub(_esc, p) for i, p in enumerate(_SGR.split(s)))
+    return "".join(p if i % 2 else _CONTROL.sub(_esc, p) for i, p in enumerate(re.split(_SGR, s)))
 
 
 def xml_safe(s: str) -> str:
     """s with the characters XML 1.0 forbids shown as \\xNN (a well-formed document)."""
-    return _NOT_XML.sub(_esc, s)
+    return re.sub(_NOT_XML, _esc, s)
