@@ -8,7 +8,19 @@ package, import every module: the app with every command. A new command module g
 COMMANDS (tests/unit/test_cli_lazy.py fails until it has one), and no `from __future__ import
 annotations`: typer would compile and eval every annotation string (~2 ms a command)."""
 
-from neuron_env.cli.app import main
+import gc
+
+# Importing typer and the app allocates tens of thousands of objects that live as long as the
+# process; collecting while they pile up walks them again and again (~10 ms of a doctor run).
+# So no collection while they are imported, then gc.freeze(): later collections skip them.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from neuron_env.cli.app import main
+finally:
+    gc.freeze()
+    if _collecting:
+        gc.enable()
 
 COMMANDS = (  # (command or group, its module in neuron_env/cli/), in help order
     ("userdata", "bootstrap"),

@@ -97,3 +97,17 @@ def test_a_wrong_table_says_where_to_fix_it():
 def test_package_app_has_every_command():
     assert importlib.import_module("neuron_env.cli").app is app
     assert len(app.registered_commands) + len(app.registered_groups) == len(COMMANDS)
+
+
+def test_importing_the_cli_leaves_the_collector_on_and_freezes_the_start_up_objects():
+    import gc
+
+    gc.unfreeze()
+    importlib.reload(neuron_env.cli)
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    gc.disable()
+    try:
+        importlib.reload(neuron_env.cli)
+        assert not gc.isenabled()  # as it found it
+    finally:
+        gc.enable()
