@@ -13,7 +13,9 @@ def _label(tally: Tally, idle: str) -> str:
     if not active:
         return idle
     name = active[0] if len(active[0]) <= 40 else active[0][:37] + "..."
-    return name + (f" (+{len(active) - 1})" if len(active) > 1 else "")
+    size = next((f.total for f in tally.files if not f.finished), None)
+    return (name + (f" ({human(size)})" if size and not tally.live else "")
+            + (f" (+{len(active) - 1})" if len(active) > 1 else ""))
 
 
 class Bar:
@@ -43,7 +45,7 @@ class Bar:
     def update(self, tally: Tally, rate: float | None) -> None:
         self.progress.update(self.task, completed=tally.done, total=tally.total,
                              description=_label(tally, self.idle),
-                             rate=f"{human(rate)}/s" if rate else "")
+                             rate=f"{human(rate)}/s" if rate and tally.live else "")
 
     def stop(self) -> None:
         self.progress.stop()

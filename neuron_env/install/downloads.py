@@ -80,6 +80,7 @@ class Tally:
 
     def __init__(self, parallel: bool = False) -> None:
         self.parallel, self.files, self.current = parallel, [], None
+        self.live = False  # byte counts arrive while files download (pip's raw lines)
 
     def feed(self, line: str) -> bool:
         """Apply one line; True when the figures changed."""
@@ -92,6 +93,7 @@ class Tally:
             self.current = File(ev[1], ev[2], ev[3])
             self.files.append(self.current)
         elif kind == "bytes" and self.current is not None:
+            self.live = True
             self.current.done = ev[1]
             self.current.total = ev[2] or self.current.total
         elif kind == "done":
@@ -134,6 +136,14 @@ class Tally:
     def active(self) -> list[str]:
         return [f.name for f in self.files if not f.finished]
 
+    def fetching(self) -> str | None:
+        """`NAME (SIZE)` of a file being fetched whose bytes the installer does not count as
+        they arrive (pip < 24.1, uv), else None."""
+        f = next((f for f in self.files if not f.finished), None)
+        if f is None or self.live:
+            return None
+        return f"{f.name} ({human(f.total)})" if f.total is not None else f.name
+
 
 class Rate:
     """Bytes per second over the last `window` seconds of (time, bytes done) samples."""
@@ -164,8 +174,12 @@ def human(n: float | None) -> str:
 
 
 def figures(tally: Tally, rate: float | None) -> str:
-    """`45.0 MB of 180.0 MB downloaded (25%), 2.3 MB/s`: what heartbeat lines add."""
-    total = tally.total
-    got = (f"{human(tally.done)} of {human(total)} downloaded "
-           f"({100 * tally.done / total:.0f}%)" if total else f"{human(tally.done)} downloaded")
-    return got + (f", {human(rate)}/s" if rate is not None else "")
+    """What heartbeat lines add: `45.0 MB of 180.0 MB downloaded (25%), 2.3 MB/s`, or while an
+    installer that does not count bytes fetches a file: `fetching NAME (SIZE)`."""
+    total, done = tally.total, tally.done
+    got = (f"{human(done)} of {human(total)} downloaded ({100 * done / total:.0f}%)" if total
+           else f"{human(done)} downloaded")
+    now = tally.fetching()
+    if now:
+        return f"fetching {now}" + (f"; {got}" if done else "")
+    return got + (f", {human(rate)}/s" if rate is not None and tally.live else "")

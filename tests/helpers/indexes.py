@@ -71,9 +71,11 @@ def big(stand: Stand, size: int = BLOB) -> Stand:
 
 
 def build_download_indexes(root: Path) -> dict:
-    """build_indexes, with a public index whose `filelock` (torch's dependency) weighs BLOB
-    bytes: serve root/"public-big" over HTTP (IndexServer) to see installers download it."""
+    """build_indexes, plus root/"public-big" to serve over HTTP (IndexServer): a public index
+    whose `filelock` (torch's dependency) weighs BLOB bytes, without the hostile libneuronxla
+    (so the plan resolves in one round: pip downloads filelock once to resolve, once to
+    install)."""
     out = build_indexes(root)
-    public = [big(s) if s.name == "filelock" else s for s in PUBLIC]
+    public = [big(s) if s.name == "filelock" else s for s in PUBLIC if s.name != "libneuronxla"]
     build_index(root / "public-big", public, hashes=True)
     return {**out, "public_big": root / "public-big"}

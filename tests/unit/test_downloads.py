@@ -182,3 +182,11 @@ def test_raw_progress_only_where_pip_has_it(version, raw):
 class _NoLog:
     def write(self, text: str) -> None:
         pass
+
+
+def test_an_installer_that_does_not_count_bytes_is_described_not_guessed():
+    t = tally_of(sample("pip-23.2.1-install")[:7])  # up to `Downloading ... (1.2 MB)`
+    assert figures(t, 0.0) == "fetching filelock-3.0.0-py3-none-any.whl (1.2 MB)"
+    t = tally_of(["Downloading torch (180.0MiB)", "Downloading nki (2.0MiB)", " Downloaded nki"],
+                 parallel=True)
+    assert figures(t, 5e6) == ("fetching torch (188.7 MB); 2.1 MB of 190.8 MB downloaded (1%)")
