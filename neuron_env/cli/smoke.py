@@ -34,8 +34,10 @@ def smoke(
     """Compute on the device, compare with CPU. First call vs steady state, fallback ops."""
     def produce():
         # start the target first: its `import torch` runs while neuron-env loads the rest
+        from neuron_env.smoke.live import for_format
         from neuron_env.smoke.start import SmokeOptions, start_flag
 
+        live = for_format(format.value, "smoke")
         opts = SmokeOptions(
             device=device.value, size=size, dtype=dtype.value, rtol=rtol, atol=atol,
             iterations=iterations,
@@ -43,6 +45,6 @@ def smoke(
         started = start_flag(python, opts)
         from neuron_env.commands.smoke import smoke as run_smoke
 
-        return run_smoke(python, opts, started)
+        return run_smoke(python, opts, started, live)
 
     emit(produce, format.value, "neuron-env.smoke/1")

@@ -53,8 +53,10 @@ def trial(
     Forward/backward vs a CPU reference, CPU-fallback ops,
     torch.compile, compile vs steady-state time, shape sweeps, baselines."""
     def produce():
+        from neuron_env.smoke.live import for_format
         from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes
 
+        live = for_format(format.value, "trial")
         opts = TrialOptions(
             model=model, device=device, dtype=dtype, autocast=autocast, rtol=rtol, atol=atol,
             steps=steps, lr=lr, iterations=iterations, compile=compile,
@@ -66,6 +68,6 @@ def trial(
         started = start(python, opts)  # the target imports torch while we import the rest
         from neuron_env.commands.trial import trial as run_trial
 
-        return run_trial(started, opts)
+        return run_trial(started, opts, live)
 
     emit(produce, format.value, "neuron-env.trial/1", verbose=verbose)

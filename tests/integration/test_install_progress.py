@@ -5,21 +5,15 @@ a live bar; without one: heartbeat lines, no bar."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import terminal
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import BLOB, PY312, build_download_indexes, needs312, pip_env
 from tests.helpers.roots import trn2_host
@@ -40,50 +34,17 @@ def _argv(root, py) -> list[str]:
             str(py), "--installer", "pip", "--format", "json"]
 
 
-def _under_a_terminal(argv, env, answer_after: float) -> tuple[bytes, bytes, float, int]:
-    """Run argv with stdin and stderr on a pseudo-terminal (stdout a pipe: the JSON); answer
-    `y` `answer_after` seconds after the prompt shows. -> (terminal bytes, stdout, wall, rc)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdin=slave, stderr=slave, stdout=subprocess.PIPE, env=env,
-                         cwd=REPO)
-    os.close(slave)
-    seen, out, answered = b"", b"", None
-    fds = [master, p.stdout.fileno()]
-    while fds and time.monotonic() - t0 < 240:
-        for fd in select.select(fds, [], [], 0.2)[0]:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:  # the terminal's other end closed
-                data = b""
-            if not data:
-                fds.remove(fd)
-            elif fd == master:
-                seen += data
-            else:
-                out += data
-        if answered is None and b"Proceed? [y/N]" in seen:
-            answered = time.monotonic()
-        if answered is not None and answered > 0 and time.monotonic() - answered >= answer_after:
-            os.write(master, b"y\n")
-            answered = -1.0
-    rc = p.wait(timeout=60)
-    wall = time.monotonic() - t0
-    os.close(master)
-    return seen, out, wall, rc
-
-
 @pytest.mark.slow
 def test_on_a_terminal_the_prompt_wait_is_left_out_and_a_bar_shows_the_download(dl, tmp_path):
     idx, root = dl
     py = make_venv(tmp_path / "t", PY312)
     with IndexServer(idx["public_big"], rate=1_000_000, free=1) as public:  # ~1 s
         env = pip_env(idx, PIP_INDEX_URL=public.url, TERM="xterm-256color", NO_COLOR=None)
-        seen, out, wall, rc = _under_a_terminal(_argv(root, py), env, PROMPT_WAIT)
-    term = seen.decode("utf-8", "replace")
-    doc = json.loads(out)
-    assert rc == 0 and doc["status"] == "installed", term
+        t = terminal.run(_argv(root, py), env=env, cwd=REPO, prompt=b"Proceed? [y/N]",
+                         answer_after=PROMPT_WAIT)
+    term, wall = t.terminal, t.wall
+    doc = json.loads(t.stdout)
+    assert t.returncode == 0 and doc["status"] == "installed", term
     assert "Proceed? [y/N]" in term
     # the whole run took `wall`, of which at least PROMPT_WAIT at the prompt: what is reported
     # leaves that wait out (were it counted, elapsed_s would exceed wall - PROMPT_WAIT)
