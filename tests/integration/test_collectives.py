@@ -62,6 +62,39 @@ def test_two_ranks_every_op_exact_with_nccl_tests_bandwidths(torch_python):
     assert "busbw GB/s" in text and "collectives.all_reduce" in text
 
 
+def test_on_the_emulated_neuron_device_with_its_process_group_backend(torch_python):
+    p = run_cli("collectives", "--python", torch_python, "--device", "neuron", "--format",
+                "json", "--iterations", "2", "--ops", "all_reduce,all_gather", "--sizes",
+                "8B,64K", env=cli_env(NEURON_EMULATOR_DEVICES="2"), timeout=240)
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert p.returncode == 0, p.stdout + p.stderr
+    t = doc["target"]
+    assert (t["device"], t["backend"], t["world_size"], t["emulated"]) == ("neuron", "neuron",
+                                                                          2, True)
+    assert {row["op"] for row in doc["rows"]} == {"all_reduce", "all_gather"}
+    assert all(row["wrong"] == 0 for row in doc["rows"])
+
+
+def test_doctor_smoke_collectives_adds_one_all_reduce_result(torch_python, tmp_path):
+    from tests.helpers import roots
+
+    root = roots.trn2_host(tmp_path / "r")
+    args = ["doctor", "--root", str(root), "--python", torch_python, "--only",
+            "smoke,collectives", "--format", "json"]
+    p = run_cli(*args, "--smoke", "--collectives", env=cli_env(NEURON_EMULATOR_DEVICES="2"),
+                timeout=300)
+    doc = json.loads(p.stdout)
+    assert [r["id"] for r in doc["results"]] == ["smoke.device", "collectives.all_reduce"]
+    res = doc["results"][1]
+    assert res["status"] == "pass" and p.returncode == 0, res
+    assert res["details"]["world_size"] == 2 and res["details"]["backend"] == "neuron"
+    assert res["summary"].startswith("2 ranks (neuron): ")
+    assert {row["size_bytes"] for row in res["details"]["rows"]} == {8, 64 << 10, 1 << 20}
+    p = run_cli(*args, "--collectives")
+    assert p.returncode == 2 and "add --smoke" in p.stdout + p.stderr
+
+
 def test_four_ranks_sizes_that_do_not_divide_evenly(torch_python):
     doc, r = coll(torch_python, "--world-size", "4", "--ops", "all_gather,reduce_scatter,"
                   "all_to_all,send_recv", "--sizes", "8B,1000B", "--dtype", "int32")
