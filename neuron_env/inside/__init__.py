@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-MARKER = "@@NEURON_ENV_JSON@@"
+from neuron_env.inside._shared import MARKER  # noqa: F401 (the runners' side of the marker)
 
 
 def script(name: str) -> Path:
