@@ -62,18 +62,38 @@ def test_two_ranks_every_op_exact_with_nccl_tests_bandwidths(torch_python):
     assert "busbw GB/s" in text and "collectives.all_reduce" in text
 
 
-def test_on_the_emulated_neuron_device_with_its_process_group_backend(torch_python):
+def neuron_coll(torch_python, world, *args, fault=None):
+    """`collectives --device neuron` on the emulator: one emulated device per rank."""
+    env = cli_env(NEURON_EMULATOR_DEVICES=str(world), NEURON_ENV_COLLECTIVES_FAULT=fault)
     p = run_cli("collectives", "--python", torch_python, "--device", "neuron", "--format",
-                "json", "--iterations", "2", "--ops", "all_reduce,all_gather", "--sizes",
-                "8B,64K", env=cli_env(NEURON_EMULATOR_DEVICES="2"), timeout=240)
+                "json", "--iterations", "2", *args, env=env, timeout=300)
     doc = json.loads(p.stdout)
     jsonschema.validate(doc, SCHEMA)
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["exit_code"] == p.returncode, p.stderr
+    return doc, {r["id"]: r for r in doc["results"]}
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_op_on_the_emulated_neuron_device_and_its_backend(torch_python, world):
+    doc, r = neuron_coll(torch_python, world, "--sizes", "8B,1000B,64K")
+    assert doc["exit_code"] == 0, doc["results"]
     t = doc["target"]
     assert (t["device"], t["backend"], t["world_size"], t["emulated"]) == ("neuron", "neuron",
-                                                                          2, True)
-    assert {row["op"] for row in doc["rows"]} == {"all_reduce", "all_gather"}
-    assert all(row["wrong"] == 0 for row in doc["rows"])
+                                                                          world, True)
+    assert sorted(x for x in r if x != "collectives.launch") == sorted(
+        f"collectives.{o}" for o in FACTOR)
+    for row in doc["rows"]:
+        assert row.get("wrong", 0) == 0, row  # a skipped row (too small) has none
+        if "skipped" not in row:
+            assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] *
+                                                      FACTOR[row["op"]](world), rel=1e-6)
+
+
+def test_a_corrupted_rank_on_the_emulated_device_is_named(torch_python):
+    doc, r = neuron_coll(torch_python, 2, "--ops", "all_gather", "--sizes", "4K",
+                         fault="corrupt:1")
+    assert doc["exit_code"] == 1
+    assert "data from rank 1 arrived wrong" in r["collectives.all_gather"]["summary"]
 
 
 def test_doctor_smoke_collectives_adds_one_all_reduce_result(torch_python, tmp_path):
