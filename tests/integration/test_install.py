@@ -96,6 +96,8 @@ def test_fresh_venv_right_indexes_then_noop_then_doctor(idx, host_root, tmp_path
     assert subprocess.run([str(py), "-c", "import torch_neuronx, nki, libneuronxla"],
                           timeout=60).returncode == 0
     man = json.loads((venv / ".neuron-env/install-manifest.json").read_text())
+    jsonschema.validate(man, json.loads((REPO / "neuron_env/schemas/manifest.schema.json")
+                                        .read_text()), format_checker=jsonschema.FormatChecker())
     assert man["status"] == "complete" and man["tool"]["name"] == "neuron-env"
     assert {p["name"] for p in man["packages"]} >= {"torch", "torch-neuronx", "nki"}
     log = Path(doc["log"])
