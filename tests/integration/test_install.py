@@ -23,7 +23,7 @@ from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real pip/uv installs into venvs
 
 SCHEMA = json.loads((REPO / "neuron_env/schemas/install.schema.json").read_text())
 
