@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit, seconds, tolerance
+from neuron_env.cli.app import Device, Fmt, app, choices, emit, python_option, seconds, tolerance
 
-Device = Enum("Device", {v: v for v in ("neuron", "cpu", "cuda")}, type=str)
-Dtype = Enum("Dtype", {v: v for v in ("float32", "bfloat16")}, type=str)
+Dtype = choices("Dtype", "float32", "bfloat16")
 
 
 @app.command(epilog="\b\nExamples:\n  neuron-env smoke --python ~/venv/bin/python\n"
              "  neuron-env smoke --dtype bfloat16 --backward --timeout 900 --format json")
 def smoke(
-    python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
+    python: str = python_option(),
     device: Device = typer.Option(Device.neuron, "--device", help="Where to compute."),
     size: int = typer.Option(1024, "--size", min=1, help="Matmul size N (N x N)."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The matmul dtype."),

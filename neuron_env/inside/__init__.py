@@ -3,8 +3,9 @@
 import re
 from pathlib import Path
 
-MARKER = "@@NEURON_ENV_JSON@@"
-STEP = re.compile(r"@@STEP (\w+)@@")  # `@@STEP name@@` on stderr: the step now running
+from neuron_env.inside._shared import MARKER  # noqa: F401 (the runners' side of the marker)
+
+STEP = re.compile(r"@@STEP (\w+)@@")  # on stderr (_shared.step): the step running now
 
 
 def script(name: str) -> Path:

@@ -145,6 +145,31 @@ def test_capture_mode_basics(tmp_path):
     assert missing.error == "not found" and missing.returncode is None
 
 
+@pytest.mark.timeout(60)
+def test_a_child_collected_after_its_deadline_keeps_what_it_wrote():
+    """A supervisor that only polls (collectives' ranks) collects after the deadline: what the
+    child wrote before it was killed is still there (it names the step that hung)."""
+    r = proc.spawn([sys.executable, "-c", "import sys, time\nprint('last words', flush=True)\n"
+                    "sys.stderr.write('@@STEP x@@\\n'); sys.stderr.flush(); time.sleep(60)"],
+                   timeout=2)
+    time.sleep(3)  # nobody reads meanwhile
+    res = r.result()
+    assert res.timed_out and "last words" in res.stdout and "@@STEP x@@" in res.stderr
+
+
+@pytest.mark.timeout(60)
+def test_polling_keeps_the_pipes_flowing():
+    """1 MiB on stderr fills the pipe (64 KiB): a supervisor that polls without reading would
+    leave the child blocked in write() until the deadline."""
+    r = proc.spawn([sys.executable, "-c", "import sys; sys.stderr.write('x' * (1 << 20))"],
+                   timeout=30)
+    end = time.monotonic() + 20
+    while r.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    res = r.result()
+    assert res.returncode == 0 and not res.timed_out and len(res.stderr) == 1 << 20
+
+
 WAITS_FOR_THE_WATCHER = """
 import os, sys, time
 

@@ -132,6 +132,14 @@ def test_baseline_saved_on_cpu_compared_on_the_emulator(torch_python, tmp_path):
                    "--save-baseline", str(base))
     assert r["baseline"]["status"] == "pass" and base.is_file()
     assert r["baseline"]["details"]["saved"]["device"] == "cpu"
+    read = ("import sys, torch; print(torch.load(sys.argv[1], map_location='cpu', "
+            "weights_only=True)['meta'])")
+    meta = json.loads(subprocess.run([torch_python, "-c", read, str(base)], capture_output=True,
+                                     text=True, timeout=120, check=True).stdout)
+    jsonschema.validate(meta, json.loads(
+        (REPO / "neuron_env/schemas/trial-baseline.schema.json").read_text()),
+        format_checker=jsonschema.FormatChecker())
+    assert meta["model"] == "builtin:mlp" and meta["steps"] == 1
     doc, r = trial(torch_python, "builtin:mlp", "--steps", "1", "--baseline", str(base))
     b = r["baseline"]
     assert doc["exit_code"] == 0 and b["status"] == "pass" and b["details"]["tensors"] == 14
