@@ -71,3 +71,13 @@ def torch_python(tmp_path_factory) -> str:
                            capture_output=True)
             stamp.write_text(want)
     return str(py)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that needs the torch venv (real torch 2.13.0: ~1 GB to unpack on a cold machine,
+    seconds of `import torch` per target process) is `slow`: the default run leaves it to
+    `-m slow`, which .ci/run also runs."""
+    slow = pytest.mark.slow
+    for item in items:
+        if "torch_python" in getattr(item, "fixturenames", ()):
+            item.add_marker(slow)

@@ -10,12 +10,7 @@ fallback ops read. Medians of RUNS runs (after one warm-up run each).
 
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import subprocess
-import sys
-import time
+from _overhead import compare
 
 BARE = """
 import copy, statistics, time, torch
@@ -60,29 +55,8 @@ print(statistics.median(ts), fallback)
 """
 
 
-def timed(argv, runs, env):
-    s = []
-    for _ in range(runs + 1):
-        t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                       timeout=600, check=True)
-        s.append(time.perf_counter() - t0)
-    return statistics.median(s[1:])
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--python", required=True)
-    ap.add_argument("--device", default="neuron")
-    ap.add_argument("--runs", type=int, default=5)
-    a = ap.parse_args()
-    env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
-    bare = timed([a.python, "-c", BARE.format(device=a.device)], a.runs, env)
-    trial = timed([sys.executable, "-m", "neuron_env", "trial", "builtin:mlp", "--python",
-                   a.python, "--device", a.device, "--iterations", "10"], a.runs, env)
-    print(f"bare python -c mlp trial      {bare:.3f} s")
-    print(f"neuron-env trial builtin:mlp  {trial:.3f} s")
-    print(f"trial / bare = {trial / bare:.3f} (target <= 1.15)")
+    compare(BARE, ["trial", "builtin:mlp", "--iterations", "10"], "mlp trial")
 
 
 if __name__ == "__main__":

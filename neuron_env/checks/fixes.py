@@ -102,14 +102,20 @@ def get_python(facts, m, ctx) -> tuple[str, str | None]:
 
 
 def dlami(m) -> tuple[str, str | None]:
-    """(prose, command) for "move to a supported OS": the Neuron DLAMI's image id."""
-    supported = [e.label for e in m.os if e.status == "supported"]
-    params = sorted((k, v) for k, v in dict(m.dlami or {}).items() if k.startswith("ssm_"))
-    text = f"move to {' or '.join(supported)}: this host's OS cannot be changed in place"
-    if not params:
+    """(prose, command) for "move to a supported OS": the image id of the Neuron DLAMI for the
+    newest supported OS the matrix states one for (single-framework when stated)."""
+    from neuron_env.matrix import dlami as dl
+
+    supported = [e for e in m.os if e.status == "supported"]
+    text = (f"move to {' or '.join(e.label for e in supported)}: this host's OS cannot be "
+            "changed in place")
+    names = [f"{e.id}-{e.version}" for e in sorted(
+        supported, key=lambda e: tuple(int(x) for x in e.version.split(".") if x.isdigit()),
+        reverse=True)]
+    name = next((n for n in names if dl.stated_for(m, n)), None)
+    if name is None:
         return text, None
-    key, param = params[-1]
-    label = key[4:].replace("_", "-", 1).replace("_", ".")
-    return (f"{text}; launch the Neuron DLAMI for {label}, whose image id this prints",
+    param, _ = dl.dlami_choice(m, name)
+    return (f"{text}; launch the Neuron {dl.label(param)}, whose image id this prints",
             f"aws ssm get-parameter --name {shlex.quote(param)} --query Parameter.Value "
             "--output text")

@@ -36,6 +36,14 @@ class Fmt(str, Enum):
     json = "json"
 
 
+def choices(name: str, *values: str) -> type[Enum]:
+    """A str Enum of `values`: typer shows them in --help and refuses others with exit 2."""
+    return Enum(name, {v: v for v in values}, type=str)
+
+
+Device = choices("Device", "neuron", "cpu", "cuda")
+
+
 class DoctorFmt(str, Enum):
     text = "text"
     json = "json"

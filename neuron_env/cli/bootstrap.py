@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import app, emit, index_option
+from neuron_env.cli.app import Fmt, app, emit, index_option
 
 
 def index_from_option(which: str):
@@ -47,6 +47,8 @@ def userdata(
     pytorch_index_from: str = index_from_option("pytorch"),
     doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
                                     "'--tag-instance --publish-ssm /ami/neuron'."),
+    format: Fmt = typer.Option(Fmt.text, "--format", help="text: the script; json: it in a "
+                               "document."),
 ) -> None:
     """Cloud-init user-data script on stdout. It installs, validates, leaves a report."""
     emit(lambda: _rendered(
@@ -54,7 +56,7 @@ def userdata(
         backend=backend, python=python, log_dir=log_dir, smoke=smoke, retries=retries,
         neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
         neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from,
-        doctor_args=doctor_args), "text", "neuron-env.userdata/1")
+        doctor_args=doctor_args), format.value, "neuron-env.userdata/1")
 
 
 @app.command("imagebuilder-component")
@@ -72,11 +74,13 @@ def imagebuilder_component(
     pytorch_index_url: str = index_option("pytorch", from_env=False),
     neuron_index_from: str = index_from_option("neuron"),
     pytorch_index_from: str = index_from_option("pytorch"),
+    format: Fmt = typer.Option(Fmt.text, "--format", help="text: the YAML; json: it in a "
+                               "document."),
 ) -> None:
     """EC2 Image Builder component on stdout. YAML: build, validate, test phases."""
     emit(lambda: _rendered(
         "component", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, instance_type=instance_type,
         neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
-        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from), "text",
+        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from), format.value,
         "neuron-env.component/1")

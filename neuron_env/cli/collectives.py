@@ -5,42 +5,51 @@ import sys
 
 import typer
 
-from neuron_env.cli.app import DoctorFmt, app, emit, seconds, split
+from neuron_env.cli.app import Device, DoctorFmt, app, choices, emit, python_option, seconds, split
+
+Dtype = choices("Dtype", "float32", "bfloat16", "float16", "int32")
 
 
 @app.command()
 def collectives(
-    python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
-    device: str = typer.Option("neuron", "--device", help="neuron, cpu or cuda."),
-    backend: str = typer.Option(None, "--backend", help="Process-group backend (default: "
-                                "neuron on neuron, gloo on cpu, nccl on cuda)."),
-    world_size: int = typer.Option(None, "--world-size", help="Ranks on this host (default: "
-                                   "one per visible device; 2 on the CPU)."),
-    ops: list[str] = typer.Option(None, "--ops", help="all_reduce,all_gather,reduce_scatter,"
-                                  "broadcast,all_to_all,send_recv (default: all)."),
-    sizes: str = typer.Option(None, "--sizes", help="8B..16MB (x4 steps) or a list: 1K,4M."),
-    dtype: str = typer.Option("float32", "--dtype", help="float32, bfloat16, float16, int32."),
-    iterations: int = typer.Option(5, "--iterations", help="Timed iterations per op and size."),
-    timeout: float = typer.Option(300.0, "--timeout", callback=seconds,
+    python: str = python_option(),
+    device: Device = typer.Option(Device.neuron, "--device", help="Where the ranks compute."),
+    backend: str = typer.Option(None, "--backend", metavar="NAME",
+                                help="Process-group backend (default: "
+                                     "neuron on neuron, gloo on cpu, nccl on cuda)."),
+    world_size: int = typer.Option(None, "--world-size", metavar="N",
+                                   help="Ranks on this host (default: "
+                                        "one per visible device; 2 on the CPU)."),
+    ops: list[str] = typer.Option(None, "--ops", metavar="OP,..",
+                                  help="all_reduce,all_gather,reduce_scatter,"
+                                       "broadcast,all_to_all,send_recv (default: all)."),
+    sizes: str = typer.Option(None, "--sizes", metavar="SIZE,..",
+                              help="8B..16MB (x4 steps) or a list: 1K,4M."),
+    dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The tensors' dtype."),
+    iterations: int = typer.Option(5, "--iterations", metavar="N",
+                                   help="Timed iterations per op and size."),
+    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", callback=seconds,
                                   help="Hard limit for the whole run (s); "
                                   "every rank is killed then."),
     print_launch: str = typer.Option(None, "--print-launch", metavar="torchrun|srun",
                                      help="Print the multi-node command instead of running."),
-    nodes: int = typer.Option(2, "--nodes", help="With --print-launch: how many nodes."),
-    nproc_per_node: int = typer.Option(None, "--nproc-per-node", help="With --print-launch: "
-                                       "ranks per node (default: one per logical core)."),
+    nodes: int = typer.Option(2, "--nodes", metavar="N",
+                              help="With --print-launch: how many nodes."),
+    nproc_per_node: int = typer.Option(None, "--nproc-per-node", metavar="N",
+                                       help="With --print-launch: "
+                                            "ranks per node (default: one per logical core)."),
     launched: bool = typer.Option(False, "--launched", help="Run as ONE rank started by "
                                   "torchrun/srun (what --print-launch prints)."),
-    format: DoctorFmt = typer.Option(DoctorFmt.text, "--format", help="text, json or junit."),
+    format: DoctorFmt = typer.Option(DoctorFmt.text, "--format", ),
 ) -> None:
     """Check torch.distributed collectives. Each checked exactly; nccl-tests bandwidths."""
     from neuron_env.collectives.options import CollectivesOptions, parse_ops, parse_sizes
     from neuron_env.commands import collectives as cmd
 
     def produce():
-        o = CollectivesOptions(device=device, backend=backend, world_size=world_size,
+        o = CollectivesOptions(device=device.value, backend=backend, world_size=world_size,
                                ops=parse_ops(split(ops)), sizes=parse_sizes(sizes),
-                               dtype=dtype, iterations=iterations, timeout=timeout)
+                               dtype=dtype.value, iterations=iterations, timeout=timeout)
         if print_launch:
             return cmd.launch_doc(print_launch, python, o, nodes, nproc_per_node)
         return cmd.run(python, o, launched=launched)

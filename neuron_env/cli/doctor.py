@@ -81,6 +81,9 @@ def doctor(
                                "(smoke.device)."),
     smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", metavar="SECONDS",
                                         callback=seconds, help="Its hard limit."),
+    collectives: bool = typer.Option(False, "--collectives", help="Also run a short "
+                                     "all_reduce across the local devices "
+                                     "(collectives.all_reduce); with --smoke."),
     neuron_index_url: str = index_option("neuron", from_env=True),
     pytorch_index_url: str = index_option("pytorch", from_env=True),
     tag_instance: bool = typer.Option(False, "--tag-instance", help="Write the status and "
@@ -112,7 +115,7 @@ def doctor(
         opts = DoctorOptions(
             matrix=matrix, python=python, root=root, instance_type=instance_type,
             only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
-            smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
+            collectives=collectives, smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
             waivers=_waivers(waive, reason, until, waivers_file), wait=wait,

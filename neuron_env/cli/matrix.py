@@ -49,9 +49,10 @@ def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.j
                                            "neuron-<release>.toml files into."),
                   release: list[str] = typer.Option(None, "--release", help="Only these "
                                                     "releases (2.31.1, or 2.31 for all 2.31.x)."),
-                  dry_run: bool = typer.Option(False, "--dry-run")) -> None:
+                  dry_run: bool = typer.Option(False, "--dry-run"),
+                  format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Turn AWS's release manifest into matrix files for the XLA-based releases."""
     from neuron_env.commands import matrix_cmd
 
-    emit(lambda: matrix_cmd.import_doc(manifest, out, split(release), dry_run), "text",
+    emit(lambda: matrix_cmd.import_doc(manifest, out, split(release), dry_run), format.value,
          "neuron-env.matrix-import/1")

@@ -1,19 +1,16 @@
 """`neuron-env smoke`: flags -> SmokeOptions -> commands.smoke -> the boundary."""
 
-from enum import Enum
-
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit, seconds, tolerance
+from neuron_env.cli.app import Device, Fmt, app, choices, emit, python_option, seconds, tolerance
 
-Device = Enum("Device", {v: v for v in ("neuron", "cpu", "cuda")}, type=str)
-Dtype = Enum("Dtype", {v: v for v in ("float32", "bfloat16")}, type=str)
+Dtype = choices("Dtype", "float32", "bfloat16")
 
 
 @app.command(epilog="\b\nExamples:\n  neuron-env smoke --python ~/venv/bin/python\n"
              "  neuron-env smoke --dtype bfloat16 --backward --timeout 900 --format json")
 def smoke(
-    python: str = typer.Option(None, "--python", help="Interpreter of the environment to test."),
+    python: str = python_option(),
     device: Device = typer.Option(Device.neuron, "--device", help="Where to compute."),
     size: int = typer.Option(1024, "--size", min=1, help="Matmul size N (N x N)."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The matmul dtype."),
@@ -32,8 +29,10 @@ def smoke(
     """Compute on the device, compare with CPU. First call vs steady state, fallback ops."""
     def produce():
         # start the target first: its `import torch` runs while neuron-env loads the rest
+        from neuron_env.smoke.live import for_format
         from neuron_env.smoke.start import SmokeOptions, start_flag
 
+        live = for_format(format.value, "smoke")
         opts = SmokeOptions(
             device=device.value, size=size, dtype=dtype.value, rtol=rtol, atol=atol,
             iterations=iterations,
@@ -41,6 +40,6 @@ def smoke(
         started = start_flag(python, opts)
         from neuron_env.commands.smoke import smoke as run_smoke
 
-        return run_smoke(python, opts, started)
+        return run_smoke(python, opts, started, live)
 
     emit(produce, format.value, "neuron-env.smoke/1")

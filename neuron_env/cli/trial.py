@@ -4,7 +4,9 @@ from enum import Enum
 
 import typer
 
-from neuron_env.cli.app import app, emit, python_option
+from neuron_env.cli.app import Device, app, choices, emit, python_option, seconds
+
+Dtype = choices("Dtype", "float32", "bfloat16")
 
 
 class TrialFmt(str, Enum):
@@ -20,8 +22,8 @@ def trial(
                                 "builtin:mlp|conv|transformer-block|embedding. The callable "
                                 "returns (model, example_inputs[, loss_fn])."),
     python: str = python_option(),
-    device: str = typer.Option("neuron", "--device", help="neuron, cpu or cuda."),
-    dtype: str = typer.Option("float32", "--dtype", help="float32 or bfloat16 on the device."),
+    device: Device = typer.Option(Device.neuron, "--device", help="Where the model runs."),
+    dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The dtype on the device."),
     autocast: bool = typer.Option(False, "--autocast", help="Run under autocast(bfloat16)."),
     rtol: float = typer.Option(None, "--rtol", help="Relative tolerance (default per dtype)."),
     atol: float = typer.Option(None, "--atol", help="Absolute tolerance, relative to each "
@@ -30,19 +32,23 @@ def trial(
     lr: float = typer.Option(0.01, "--lr", help="Learning rate of the --steps optimizer."),
     iterations: int = typer.Option(10, "--iterations", help="Steady-state timed runs."),
     compile: bool = typer.Option(False, "--compile", help="Also torch.compile(dynamic=False)."),
-    compile_backend: str = typer.Option(None, "--compile-backend", help="Default: neuron "
-                                        "(neuron), inductor (cuda), aot_eager (cpu)."),
-    shapes: str = typer.Option(None, "--shapes", help="Compiled shape sweep of the first "
-                               "input, e.g. 8x128,16x128."),
-    batch_sizes: str = typer.Option(None, "--batch-sizes", help="Compiled batch-size sweep, "
-                                    "e.g. 8,16,32."),
+    compile_backend: str = typer.Option(None, "--compile-backend", metavar="NAME",
+                                        help="Default: neuron "
+                                             "(neuron), inductor (cuda), aot_eager (cpu)."),
+    shapes: str = typer.Option(None, "--shapes", metavar="SHAPE,..",
+                               help="Compiled shape sweep of the first "
+                                    "input, e.g. 8x128,16x128."),
+    batch_sizes: str = typer.Option(None, "--batch-sizes", metavar="N,..",
+                                    help="Compiled batch-size sweep, "
+                                         "e.g. 8,16,32."),
     save_baseline: str = typer.Option(None, "--save-baseline", metavar="FILE",
                                       help="Save this run's tensors as a baseline."),
     baseline: str = typer.Option(None, "--baseline", metavar="FILE",
                                  help="Compare with a baseline saved elsewhere."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),
     seed: int = typer.Option(0, "--seed", help="Seed for weights and inputs."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Hard limit for the whole run (s)."),
+    timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", callback=seconds,
+                                  help="Hard limit for the whole run."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:
@@ -51,10 +57,13 @@ def trial(
     Forward/backward vs a CPU reference, CPU-fallback ops,
     torch.compile, compile vs steady-state time, shape sweeps, baselines."""
     def produce():
+        from neuron_env.smoke.live import for_format
         from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes
 
+        live = for_format(format.value, "trial")
         opts = TrialOptions(
-            model=model, device=device, dtype=dtype, autocast=autocast, rtol=rtol, atol=atol,
+            model=model, device=device.value, dtype=dtype.value, autocast=autocast, rtol=rtol,
+            atol=atol,
             steps=steps, lr=lr, iterations=iterations, compile=compile,
             compile_backend=compile_backend, shapes=parse_shapes(shapes),
             batch_sizes=parse_sizes(batch_sizes), save_baseline=save_baseline,
@@ -64,6 +73,6 @@ def trial(
         started = start(python, opts)  # the target imports torch while we import the rest
         from neuron_env.commands.trial import trial as run_trial
 
-        return run_trial(started, opts)
+        return run_trial(started, opts, live)
 
     emit(produce, format.value, "neuron-env.trial/1", verbose=verbose)

@@ -31,6 +31,7 @@ class DoctorOptions:
     strict: bool = False
     aws: bool = False
     smoke: bool = False
+    collectives: bool = False  # --collectives (with --smoke): collectives.all_reduce
     smoke_timeout: float = 300.0
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
@@ -55,8 +56,13 @@ def _check_root(root: str | None) -> None:
 
 # -- the pipeline: each step small, named, testable alone ----------------------------------------
 def validate(opts: DoctorOptions) -> None:
-    """Bad --root / --publish-ssm are exit 2 before any probing."""
+    """Bad --root / --publish-ssm / --collectives without --smoke are exit 2 before probing."""
     _check_root(opts.root)
+    if opts.collectives and not opts.smoke:
+        from neuron_env.errors import UsageError
+
+        raise UsageError("--collectives runs on the device, after the smoke test",
+                         hint="add --smoke (doctor --smoke --collectives)")
     if opts.publish_ssm is not None:
         from neuron_env.aws.publish import check_parameter_name
 
@@ -64,7 +70,8 @@ def validate(opts: DoctorOptions) -> None:
 
 
 def select(opts: DoctorOptions) -> list[str]:
-    extra = (["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
+    extra = ((["instance.aws"] if opts.aws else []) + (["smoke.device"] if opts.smoke else [])
+             + (["collectives.all_reduce"] if opts.collectives else []))
     return checks.select(opts.only, opts.skip, extra)
 
 
@@ -87,7 +94,11 @@ def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
 
 
 def smoke(facts, opts: DoctorOptions, ids: list[str]) -> list[Result]:
-    return [_smoke(facts, opts)] if "smoke.device" in ids else []
+    """The device steps: smoke.device, then (--collectives) collectives.all_reduce."""
+    out = [_smoke(facts, opts)] if "smoke.device" in ids else []
+    if "collectives.all_reduce" in ids:
+        out.append(_collectives(facts, opts, out[0] if out else None))
+    return out
 
 
 def publish(facts, matrix, opts: DoctorOptions, results: list[Result]) -> tuple[list, int]:
@@ -147,8 +158,8 @@ def run(opts: DoctorOptions, started=None) -> Report:
     t0 = time.monotonic()
     parse_report_specs(list(opts.reports))  # a bad --report spec is exit 2 before any work
     matrix = catalog.select(opts.matrix)
-    ids = select(opts)
     validate(opts)
+    ids = select(opts)
     facts = probe(opts, ids, started)
     results = check(facts, matrix, opts, ids) + smoke(facts, opts, ids)
     published, forced = publish(facts, matrix, opts, results)
@@ -211,3 +222,15 @@ def _smoke(facts, opts: DoctorOptions):
                       f"instance type assumed ({facts.instance.type}): no target device here")
     return device_check(facts.target.path, SmokeOptions(size=256, iterations=5,
                                                         timeout=opts.smoke_timeout))
+
+
+def _collectives(facts, opts: DoctorOptions, smoke_result: Result | None) -> Result:
+    """collectives.all_reduce across the local devices; skipped when the device itself
+    did not pass the smoke test (its result says why)."""
+    if smoke_result is not None and smoke_result.status not in ("pass", "warn"):
+        return Result("collectives.all_reduce", "collectives", "skip",
+                      f"the device smoke test did not pass ({smoke_result.status}: see "
+                      "smoke.device)")
+    from neuron_env.commands.collectives import device_check
+
+    return device_check(facts.target.path, timeout=opts.smoke_timeout)

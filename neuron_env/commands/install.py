@@ -150,7 +150,9 @@ def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
                                       opts.matrix)
         extra.update(status="unchanged", manifest=facts.target.manifest_path)
         return _report(matrix, facts, results, extra, t0)
-    t0 += _confirm(plan_text(plan, create), opts)  # time at the prompt is not install time
+    waited = _confirm(plan_text(plan, create), opts)  # time at the prompt is not install time
+    t0 += waited
+    progress.pause(waited)
     return _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0)
 
 

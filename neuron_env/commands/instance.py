@@ -7,38 +7,17 @@ import re
 from neuron_env.commands import TOOL
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
+from neuron_env.matrix.dlami import dlami_choice
 from neuron_env.matrix.model import family_of
 from neuron_env.util.names import INSTANCE_TYPE
 
 SCHEMA = "neuron-env.instance/1"
 NEURON_NAME = re.compile(r"^(trn|inf)\d")  # the names Neuron families take
 TYPE_RE = INSTANCE_TYPE
-DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
 
 def dlami_parameter(m, os_name: str) -> str:
     return dlami_choice(m, os_name)[0]
-
-
-def dlami_choice(m, os_name: str) -> tuple[str, str | None]:
-    """(SSM parameter, warning). The single-framework DLAMI when the matrix states its parameter
-    (`ssm_single_framework_<os>`); otherwise the multi-framework one, said plainly."""
-    if not re.fullmatch(r"[a-z]+-\d+\.\d+", os_name):
-        raise UsageError(f"--dlami {os_name!r}: expected an OS such as ubuntu-24.04",
-                         hint="e.g. --dlami ubuntu-24.04")
-    suffix = os_name.replace("-", "_").replace(".", "_")
-    d = dict(m.dlami)
-    if d.get(f"ssm_single_framework_{suffix}"):
-        return d[f"ssm_single_framework_{suffix}"], None
-    param = (d.get(f"ssm_{suffix}") or d.get(f"ssm_multi_framework_{suffix}")
-             or DLAMI_PARAM.format(os=os_name))
-    if m.backend != "native" or "name" not in d:
-        return param, None
-    return param, (f"this is the multi-framework DLAMI: AWS points TorchNeuron users at the "
-                   f"single-framework '{d['name']}', whose SSM parameter no AWS page read for "
-                   f"this matrix states (list them: aws ssm get-parameters-by-path --path "
-                   f"/aws/service/neuron/dlami --recursive); the multi-framework DLAMI has no "
-                   f"PyTorch pre-installed since Neuron 2.32")
 
 
 def matrix_facts(m, t) -> dict:

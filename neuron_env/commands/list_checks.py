@@ -9,7 +9,9 @@ from neuron_env.report.model import CATEGORIES, Document
 
 SCHEMA = "neuron-env.checks/1"
 OPT_IN = {"instance.aws": ("instance", "EC2 DescribeInstanceTypes agrees with the matrix (--aws)"),
-          "smoke.device": ("smoke", "a small matmul on the device matches the CPU (--smoke)")}
+          "smoke.device": ("smoke", "a small matmul on the device matches the CPU (--smoke)"),
+          "collectives.all_reduce": ("collectives", "all_reduce across the local devices "
+                                     "gives the right sums (--smoke --collectives)")}
 ABOUT = {
     "driver.versions": "aws-neuronx dkms/runtime/collectives/tools vs the release",
     "driver.cores": "logical NeuronCores vs neuron-ls; stale core holders",

@@ -10,10 +10,11 @@ from neuron_env.smoke.start import SmokeOptions, start_flag
 SCHEMA = "neuron-env.smoke/1"
 
 
-def smoke(python: str | None, opts: SmokeOptions, started=None) -> Report:
-    """`started`: (path, chosen_by, running) from smoke.start.start_flag, already running."""
+def smoke(python: str | None, opts: SmokeOptions, started=None, live=None) -> Report:
+    """`started`: (path, chosen_by, running) from smoke.start.start_flag, already running;
+    `live`: smoke.live.StepLines to say each step on stderr as it starts."""
     path, by, running = started or start_flag(python, opts)
-    sr = finish(path, opts, running)
+    sr = finish(path, opts, running, live)
     return Report(schema=SCHEMA, tool=TOOL, matrix=None,
                   target={"interpreter": {"path": path, "chosen_by": by},
                           "device": opts.device, "emulated": sr.emulated, **sr.info},

@@ -19,9 +19,9 @@ def start(python: str | None, opts: TrialOptions) -> tuple[str, str, proc.Runnin
     return path, by, runner.start(path, opts)
 
 
-def trial(started: tuple[str, str, proc.Running], opts: TrialOptions) -> Report:
+def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None) -> Report:
     path, by, running = started
-    tr = runner.finish(running, path, opts)
+    tr = runner.finish(running, path, opts, live)
     target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
               "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
               "emulated": tr.emulated, **tr.info}

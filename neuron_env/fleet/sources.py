@@ -10,7 +10,10 @@ from pathlib import Path
 from neuron_env.errors import ConfigurationError
 from neuron_env.fleet.aggregate import Entry
 from neuron_env.fleet.verdict import instance_id
+from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.record import replace
+
+MAX_REPORT = 16 * 1024 * 1024  # one doctor JSON is a few KiB; a huge file is not one
 
 DOCTOR = "neuron-env.doctor/1"
 # <prefix>/<command-id>/<instance-id>/awsrunShellScript/0.awsrunShellScript/stdout
@@ -65,7 +68,10 @@ def from_args(args: list[str], region: str | None = None) -> list[Entry]:
             continue
         for path in _files(arg):
             try:
-                raw = path.read_bytes()
+                raw = read_bounded(path, MAX_REPORT)  # a FIFO or a 10 GB file: not a report
+            except FileProblem as e:
+                entries.append(Entry(_name(path), str(path), unreadable=e.why))
+                continue
             except OSError as e:
                 entries.append(Entry(_name(path), str(path), unreadable=f"cannot read: "
                                      f"{e.strerror or e}"))

@@ -12,7 +12,9 @@ import sys
 import time
 import traceback
 
-MARKER = "@@NEURON_ENV_JSON@@"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
+from _shared import emit, step, sync
+
 # nccl-tests' bus-bandwidth factors (n = world size); see PERFORMANCE.md in NVIDIA/nccl-tests
 FACTORS = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
@@ -26,9 +28,6 @@ FACTORS = {
 MODULUS = {"float32": 61, "float16": 7, "bfloat16": 3, "int32": 61, "int64": 61}
 
 
-def step(name):
-    sys.stderr.write("@@STEP %s@@\n" % name)
-    sys.stderr.flush()
 
 
 def rank_env():
@@ -138,13 +137,6 @@ class Op:
         return n_bad, [s for s in range(self.n) if bool(per_chunk[s])]
 
 
-def sync(torch, device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elif device.type != "cpu":
-        mod = getattr(torch, device.type, None)
-        if mod is not None and hasattr(mod, "synchronize"):
-            mod.synchronize()
 
 
 def measure(torch, op, iterations, fault, device):
@@ -264,8 +256,7 @@ def main():
         doc = dict(rows=merge(gathered, world), world_size=world, backend=opts["backend"],
                    device=str(device.type), torch=torch.__version__,
                    emulated=device.type == "neuron" and emulated(torch))
-        sys.stdout.write("\n" + MARKER + json.dumps(doc) + MARKER + "\n")
-        sys.stdout.flush()
+        emit(doc)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -10,14 +10,13 @@ import time
 import traceback
 import warnings
 
-MARKER = "@@NEURON_ENV_JSON@@"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
+from _shared import emit, step, sync
+
 TOL = {"float32": (1e-4, 1e-4), "bfloat16": (1.6e-2, 1e-2)}  # (rtol, atol) for a matmul
 STEPS = []
 
 
-def step(name):
-    sys.stderr.write("@@STEP %s@@\n" % name)
-    sys.stderr.flush()
 
 
 def add(name, status, summary, **data):
@@ -25,9 +24,7 @@ def add(name, status, summary, **data):
 
 
 def finish(extra):
-    doc = dict(steps=STEPS, **extra)
-    sys.stdout.write("\n" + MARKER + json.dumps(doc, default=str) + MARKER + "\n")
-    sys.stdout.flush()
+    emit(dict(steps=STEPS, **extra), default=str)
 
 
 def host_memory():
@@ -45,13 +42,6 @@ def version_of(dist):
         return None
 
 
-def sync(torch, device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elif device.type != "cpu":
-        mod = getattr(torch, device.type, None)
-        if mod is not None and hasattr(mod, "synchronize"):
-            mod.synchronize()
 
 
 def compare(torch, got, want, rtol, atol):

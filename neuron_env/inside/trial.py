@@ -20,7 +20,9 @@ import time
 import traceback
 import warnings
 
-MARKER = "@@NEURON_ENV_JSON@@"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
+from _shared import emit, step, sync
+
 # (rtol, atol): atol is relative to the largest magnitude of the reference tensor
 TOL = {"float32": (1e-3, 1e-5), "bfloat16": (5e-2, 2e-2)}
 BASELINE_FORMAT = "neuron-env.trial-baseline/1"
@@ -36,9 +38,6 @@ class Usage(Exception):
         self.message, self.hint = message, hint
 
 
-def step(name):
-    sys.stderr.write("@@STEP %s@@\n" % name)
-    sys.stderr.flush()
 
 
 def add(name, status, summary, **data):
@@ -46,9 +45,7 @@ def add(name, status, summary, **data):
 
 
 def finish(doc):
-    doc = dict(doc, results=RESULTS)
-    sys.stdout.write("\n" + MARKER + json.dumps(doc, default=str) + MARKER + "\n")
-    sys.stdout.flush()
+    emit(dict(doc, results=RESULTS), default=str)
 
 
 def short(e):
@@ -301,13 +298,6 @@ def verdict(cmp, rtol, atol):
 
 
 # -- the device -----------------------------------------------------------------------------------
-def sync(torch, device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    elif device.type != "cpu":
-        mod = getattr(torch, device.type, None)
-        if mod is not None and hasattr(mod, "synchronize"):
-            mod.synchronize()
 
 
 def device_module(torch, device):

@@ -243,8 +243,9 @@ class _Run:
                        f"plan: {plan.serialize()}\n")
         self.out = Outcome("failed", log=self.log_path, facts=facts)
         self.facts, self.target, self.previous = facts, facts.target, facts.target.manifest
-        self.inst = installers.choose(opts.installer, plan.python,
-                                      self.target.dist("pip") is not None)
+        pip = self.target.dist("pip")
+        self.inst = installers.choose(opts.installer, plan.python, pip is not None,
+                                      pip.version if pip else None)
         self.items: list[Item] = []
         self.records: list[dict] = []
         progress.say(f"Installing into {plan.prefix} with {self.inst.name} "
@@ -255,10 +256,10 @@ class _Run:
                                self.log_path, error=error, previous=previous)
 
     def step(self, name: str, argv: list[str], timeout: float, activity: str,
-             env: dict | None = None) -> StepResult:
+             env: dict | None = None, parallel: bool = False) -> StepResult:
         res = run_step(name, argv, timeout=timeout, env={**installer_env(), **(env or {})},
-                       log=self.log,
-                       progress=self.progress, activity=activity)
+                       log=self.log, progress=self.progress, activity=activity,
+                       parallel=parallel)
         self.out.steps.append(res)
         return res
 
@@ -298,7 +299,8 @@ def _install(run: _Run, work: str) -> None:
                    run.opts.timeout,
                    f"Installing {len(items)} package(s): "
                    + ", ".join(f"{i.name} {i.version}" for i in items[:6])
-                   + (" ..." if len(items) > 6 else ""), env=mirrors.auth_env(run.plan))
+                   + (" ..." if len(items) > 6 else ""), env=mirrors.auth_env(run.plan),
+                   parallel=run.inst.name == "uv")
     if res.returncode != 0:
         what, fix = installers.diagnose(res.output)
         with contextlib.suppress(OSError):

@@ -18,14 +18,40 @@ INSTALLERS = ("pip", "uv")
 NET = ["--timeout", "15", "--retries", "1"]
 
 
+RAW_PROGRESS = (24, 1)  # pip's `--progress-bar raw`: `Progress CURRENT of TOTAL` lines
+
+
 @dataclass(frozen=True)
 class Installer:
     name: str  # pip | uv
     pip: tuple[str, ...]  # how to call pip (resolution always uses pip's --report)
     uv: str | None = None
+    raw_progress: bool = False  # that pip prints its download progress as lines (>= 24.1)
 
     def serialize(self) -> dict:
         return {"name": self.name, "pip": " ".join(self.pip), "uv": self.uv}
+
+    def progress_args(self) -> list[str]:
+        return ["--progress-bar", "raw"] if self.raw_progress else []
+
+
+def raw_progress(pip_version: str | None) -> bool:
+    """Whether this pip has `--progress-bar raw` (24.1 and newer)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return pip_version is not None and Version(pip_version).release[:2] >= RAW_PROGRESS
+    except InvalidVersion:
+        return False
+
+
+def own_pip_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("pip")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def find_uv() -> str | None:
@@ -35,14 +61,15 @@ def find_uv() -> str | None:
     return shutil.which("uv")
 
 
-def choose(requested: str | None, target: str, target_has_pip: bool) -> Installer:
+def choose(requested: str | None, target: str, target_has_pip: bool,
+           target_pip_version: str | None = None) -> Installer:
     if requested is not None and requested not in INSTALLERS:
         raise UsageError(f"--installer {requested!r} is not one of pip, uv",
                          hint="use --installer pip or --installer uv")
     if importlib.util.find_spec("pip") is not None:
-        pip = (sys.executable, "-m", "pip", "--python", target)
+        pip, version = (sys.executable, "-m", "pip", "--python", target), own_pip_version()
     elif target_has_pip:
-        pip = (target, "-m", "pip")
+        pip, version = (target, "-m", "pip"), target_pip_version
     else:
         raise ConfigurationError(
             "pip is neither in neuron-env's environment nor in the target",
@@ -52,7 +79,7 @@ def choose(requested: str | None, target: str, target_has_pip: bool) -> Installe
         raise ConfigurationError("--installer uv: uv is not installed (not on PATH)",
                                  hint="pip install uv, or use --installer pip")
     name = requested or ("uv" if uv else "pip")
-    return Installer(name, pip, uv if name == "uv" else None)
+    return Installer(name, pip, uv if name == "uv" else None, raw_progress(version))
 
 
 class Sources(NamedTuple):
@@ -75,7 +102,7 @@ def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: Sources,
                 no_deps: bool, ignore_installed: bool = False) -> list[str]:
     """ignore_installed: report the whole set, what is already there included (a repair
     records every package it vouches for, not only those it had to fetch)."""
-    return [*inst.pip, "install", "--dry-run", "--quiet", "--report", report,
+    return [*inst.pip, "install", "--dry-run", "--report", report, *inst.progress_args(),
             "--only-binary", ":all:", *NET, *(["--no-deps"] if no_deps else []),
             *(["--ignore-installed"] if ignore_installed else []), *src.args, *reqs]
 
@@ -88,7 +115,7 @@ def install_cmd(inst: Installer, target: str, lock: str, hashes: bool,
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
                 "--compile-bytecode", *(["--reinstall"] if reinstall else []),
                 *(["--require-hashes"] if hashes else []), "-r", lock]
-    return [*inst.pip, "install", "--no-deps", "--no-index", *NET,
+    return [*inst.pip, "install", "--no-deps", "--no-index", *inst.progress_args(), *NET,
             *(["--force-reinstall"] if reinstall else []),
             *(["--require-hashes"] if hashes else []), "-r", lock]
 

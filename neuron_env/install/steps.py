@@ -1,30 +1,19 @@
-"""Installer steps through the funnel (util/proc.stream): output to the log, progress lines."""
+"""Installer steps through the funnel (util/proc.stream): output to the log, the downloads it
+reports parsed into a live bar (terminal) or heartbeat lines (no terminal)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 from dataclasses import dataclass
 
 from neuron_env.errors import CommandTimeout
+from neuron_env.install.downloads import Rate, Tally, figures, human
 from neuron_env.util import proc, redact
+from neuron_env.util.progress import Heartbeat, Progress
 
-HEARTBEAT = 10.0
-
-
-class Progress:
-    """Plain progress lines with elapsed time on stderr (never stdout: JSON lives there)."""
-
-    def __init__(self, quiet: bool = False, stream=None) -> None:
-        self.t0 = time.monotonic()
-        self.quiet, self.stream = quiet, stream or sys.stderr
-
-    def say(self, msg: str) -> None:
-        if not self.quiet:
-            self.stream.write(redact.text(f"[{time.monotonic() - self.t0:6.1f}s] {msg}\n"))
-            self.stream.flush()
+__all__ = ["Log", "Progress", "StepResult", "installer_env", "run_step"]
 
 
 @dataclass(frozen=True)
@@ -69,39 +58,88 @@ class Log:
 
 
 class _Lines:
-    """Chunks from the child -> whole lines to the log (redaction sees whole lines)."""
+    """Chunks from the child -> whole lines to the log (redaction sees whole lines) and to
+    `on_line` (the download watcher)."""
 
-    def __init__(self, log: Log) -> None:
-        self.log, self.pending = log, b""
+    def __init__(self, log: Log, on_line=None) -> None:
+        self.log, self.on_line, self.pending = log, on_line, b""
 
     def __call__(self, data: bytes) -> None:
         head, sep, self.pending = (self.pending + data).rpartition(b"\n")
         if sep:
-            self.log.write((head + sep).decode("utf-8", "replace"))
+            self._emit((head + sep).decode("utf-8", "replace"))
+
+    def _emit(self, text: str) -> None:
+        self.log.write(text)
+        if self.on_line is not None:
+            for line in text.splitlines():
+                self.on_line(line)
 
     def flush(self) -> None:
         if self.pending:
-            self.log.write(self.pending.decode("utf-8", "replace") + "\n")
+            self._emit(self.pending.decode("utf-8", "replace") + "\n")
             self.pending = b""
 
 
+class Watch:
+    """What people see while one step runs: the downloads its output reports, as a live bar
+    on a terminal, else as heartbeat lines every HEARTBEAT seconds; a summary line after."""
+
+    def __init__(self, progress: Progress, verb: str, parallel: bool = False,
+                 clock=time.monotonic) -> None:
+        self.progress, self.verb, self.clock = progress, verb, clock
+        self.tally, self.rate, self.beat = Tally(parallel), Rate(), Heartbeat()
+        self.bar, self.first, self.last = None, None, None
+
+    def line(self, text: str) -> None:
+        if not self.tally.feed(text):
+            return
+        now = self.clock()
+        self.first = self.first if self.first is not None else now
+        self.last = now
+        self.rate.add(now, self.tally.done)
+        if self.bar is None and self.progress.tty and self.tally.files:
+            from neuron_env.install.bar import Bar  # rich: only now that a bar is shown
+
+            self.bar = Bar(self.progress.stream, self.verb)
+        if self.bar is not None:
+            self.bar.update(self.tally, self.rate.per_second())
+
+    def tick(self, elapsed: float) -> None:
+        if self.tally.files:
+            self.rate.add(self.clock(), self.tally.done)
+        if self.bar is not None:
+            self.bar.update(self.tally, self.rate.per_second())
+        elif self.beat.due(elapsed):
+            what = f"; {figures(self.tally, self.rate.per_second())}" if self.tally.files else ""
+            self.progress.say(f"  ... still {self.verb} ({elapsed:.0f}s{what})")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+        done, n = self.tally.done, len(self.tally.files)
+        if n and done:
+            took = max((self.last or 0) - (self.first or 0), 0.0)
+            speed = f" ({human(done / took)}/s)" if took > 0.05 else ""
+            self.progress.say(f"  downloaded {n} file{'s' if n > 1 else ''}, {human(done)} "
+                              f"in {took:.1f}s{speed}")
+
+
 def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str], log: Log,
-             progress: Progress, activity: str) -> StepResult:
+             progress: Progress, activity: str, parallel: bool = False) -> StepResult:
     """Run one installer command (the funnel's stream mode): output to the log as it comes,
-    a heartbeat on stderr, the tail back for error messages."""
+    downloads shown live (see Watch), the tail back for error messages. parallel: the
+    installer downloads several files at once (uv)."""
     log.write(f"\n$ {' '.join(argv)}\n")
     progress.say(activity)
-    beat = {"next": HEARTBEAT}
-    verb = activity.split(" ", 1)[0].lower()
-
-    def tick(elapsed: float) -> None:
-        if elapsed >= beat["next"]:
-            progress.say(f"  ... still {verb} ({elapsed:.0f}s)")
-            beat["next"] = elapsed + HEARTBEAT
-
-    lines = _Lines(log)
-    res = proc.stream(argv, timeout=timeout, sink=lines, tick=tick, env=env)
-    lines.flush()
+    watch = Watch(progress, activity.split(" ", 1)[0].lower(), parallel)
+    lines = _Lines(log, on_line=watch.line)
+    try:
+        res = proc.stream(argv, timeout=timeout, sink=lines, tick=watch.tick, env=env)
+        lines.flush()
+    finally:
+        watch.close()
     if res.timed_out:
         log.write(f"[neuron-env] {name}: killed after {timeout:.0f}s\n")
         raise CommandTimeout(

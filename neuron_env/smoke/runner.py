@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 
-from neuron_env.inside import MARKER
+from neuron_env.inside import MARKER, STEP
 from neuron_env.report.model import RANK, STATUSES, Result
 from neuron_env.smoke.start import SmokeOptions, start
 from neuron_env.util import proc
 from neuron_env.util.record import factory, record
-
-_STEP = re.compile(r"@@STEP (\w+)@@")
 
 
 @record
@@ -33,18 +30,13 @@ def run(python: str, opts: SmokeOptions) -> SmokeRun:
     return finish(python, opts, start(python, opts))
 
 
-def finish(python: str, opts: SmokeOptions, running) -> SmokeRun:
-    """Collect a started smoke run (see smoke/start.py) and turn it into Results."""
-    res = running.result()
-    steps_seen = _STEP.findall(res.stderr)
-    res = res.replace(stderr=_STEP.sub("", res.stderr).strip())
-    where = steps_seen[-1] if steps_seen else "start-up"
-    doc = None
-    if res.stdout.count(MARKER) >= 2:
-        try:
-            doc = json.loads(res.stdout.rsplit(MARKER, 2)[-2])
-        except ValueError:
-            doc = None
+def finish(python: str, opts: SmokeOptions, running, live=None) -> SmokeRun:
+    """Collect a started smoke run (see smoke/start.py) and turn it into Results. live: a
+    smoke.live.StepLines that tells on stderr which step runs, as it runs."""
+    if live is not None:
+        live.follow(running)
+    ins = collect(running.result())
+    res, where, doc = ins.res, ins.where, ins.doc
     if res.timed_out or doc is None:
         r = _timed_out(opts, where) if res.timed_out else _no_result(python, res, where)
         return SmokeRun((r,), info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
@@ -130,8 +122,8 @@ class Inside:
 
 def collect(res: proc.Completed) -> Inside:
     """Parse a finished inside/ script: step markers on stderr, the JSON between MARKERs."""
-    steps_seen = _STEP.findall(res.stderr)
-    res = res.replace(stderr=_STEP.sub("", res.stderr).strip())
+    steps_seen = STEP.findall(res.stderr)
+    res = res.replace(stderr=STEP.sub("", res.stderr).strip())
     doc = None
     if res.stdout.count(MARKER) >= 2:
         try:

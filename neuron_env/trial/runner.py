@@ -29,7 +29,10 @@ def start(python: str, opts: TrialOptions) -> proc.Running:
                       timeout=opts.timeout, env=inside_env())
 
 
-def finish(running: proc.Running, python: str, opts: TrialOptions) -> TrialRun:
+def finish(running: proc.Running, python: str, opts: TrialOptions, live=None) -> TrialRun:
+    """live: a smoke.live.StepLines that says each step on stderr as it starts."""
+    if live is not None:
+        live.follow(running)
     ins = collect(running.result())
     res, where, doc = ins.res, ins.where.replace("-", "_"), ins.doc
     if res.timed_out:

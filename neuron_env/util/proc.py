@@ -2,7 +2,8 @@
 
 Two modes over one engine (`_Child`):
 - capture (`run`, `spawn`): stdout and stderr come back as text, each capped at MAX_OUTPUT
-  (the tail is kept and a first line says how much was cut);
+  (the tail is kept and a first line says how much was cut); `Running.watch` follows a spawned
+  child's stderr live (inside/ scripts announce their steps there) while `result()` reads;
 - stream (`stream`): stdout and stderr merged, every chunk handed to a sink (the install log)
   as it arrives, a `tick` callback about every TICK seconds (heartbeat lines); a capped tail
   comes back for error messages.
@@ -135,7 +136,7 @@ class _Child:
     """One started child and its pipes; `wait` reads them until EOF, exit + GRACE or deadline."""
 
     def __init__(self, argv, timeout, env, input, cwd, merge, sink=None, tick=None) -> None:
-        self.argv, self.sink, self.tick = tuple(argv), sink, tick
+        self.argv, self.sink, self.tick, self.merge = tuple(argv), sink, tick, merge
         self.start = time.monotonic()
         self.deadline = self.start + timeout
         self.input = input.encode() if input is not None else None
@@ -171,8 +172,8 @@ class _Child:
                 sel.unregister(key.fileobj)
                 continue
             key.data.add(data)
-            if self.sink is not None:
-                self.sink(data)
+            if self.sink is not None and (self.merge or key.data is self.err):
+                self.sink(data)  # stream mode: everything; capture mode: stderr
         return bool(ready)
 
     def _drain(self, rounds: int = 64) -> None:
@@ -258,6 +259,14 @@ class Running:
         """Read what the child wrote so far and return its exit status (None: running; -1: it
         never started). A supervisor polling several children calls this, not `proc.poll()`."""
         return self.child.poll()
+
+    def watch(self, sink: Callable[[bytes], None],
+              tick: Callable[[float], None] | None = None) -> None:
+        """Follow the child's stderr while `result()` collects it: `sink` gets each chunk as it
+        arrives (first what was read before this call), `tick(elapsed)` about every TICK s."""
+        self.child.sink, self.child.tick = sink, tick
+        if self.child.err.buf:
+            sink(bytes(self.child.err.buf))
 
     def result(self) -> Completed:
         return self.child.wait()

@@ -3,6 +3,9 @@ right wheels, "public" plays PyPI with placeholders and higher, malicious versio
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import random
 from pathlib import Path
 
 import pytest
@@ -54,3 +57,25 @@ def build_indexes(root: Path) -> dict:
     for name, stands in (("neuron", NEURON), ("pytorch", PYTORCH), ("public", PUBLIC)):
         out[name] = build_index(root / name, stands, hashes=name != "neuron")
     return {**{k: v.as_uri() for k, v in out.items()}, "root": root}
+
+
+BLOB = 1_200_000  # bytes: pip shows download progress only for files over 512 kB
+
+
+def big(stand: Stand, size: int = BLOB) -> Stand:
+    """The stand carrying `size` bytes of incompressible data (stored uncompressed)."""
+    data = random.Random(stand.name).randbytes(size * 3 // 4)
+    mod = stand.name.replace("-", "_").lower()
+    return dataclasses.replace(stand, extra_files={f"{mod}/blob.txt": base64.b64encode(
+        data).decode()})
+
+
+def build_download_indexes(root: Path) -> dict:
+    """build_indexes, plus root/"public-big" to serve over HTTP (IndexServer): a public index
+    whose `filelock` (torch's dependency) weighs BLOB bytes, without the hostile libneuronxla
+    (so the plan resolves in one round: pip downloads filelock once to resolve, once to
+    install)."""
+    out = build_indexes(root)
+    public = [big(s) if s.name == "filelock" else s for s in PUBLIC if s.name != "libneuronxla"]
+    build_index(root / "public-big", public, hashes=True)
+    return {**out, "public_big": root / "public-big"}

@@ -92,11 +92,15 @@ def build_index(root: Path, stands: list[Stand], hashes: bool = True) -> Path:
 class IndexServer:
     """Serve a directory over HTTP on 127.0.0.1. mode: ok, slow (delay per request), garbage
     (every page is binary junk), error (500). auth=(user, password): HTTP basic auth, as an
-    enterprise mirror asks (401 without it)."""
+    enterprise mirror asks (401 without it). rate: bytes/s for the files served, except the
+    first `free` requests of each (pip resolves from a wheel it downloads, then downloads it
+    again to install: free=1 slows the install's download only)."""
 
     def __init__(self, directory: Path, mode: str = "ok", delay: float = 0.0,
-                 auth: tuple[str, str] | None = None) -> None:
+                 auth: tuple[str, str] | None = None, rate: float | None = None,
+                 free: int = 0) -> None:
         self.mode, self.delay, self.requests, self.refused = mode, delay, [], 0
+        self.rate, self.free = rate, free
         import base64
 
         want = "Basic " + base64.b64encode(":".join(auth).encode()).decode() if auth else None
@@ -130,6 +134,15 @@ class IndexServer:
                         self.wfile.write(body)
                     return None
                 return super().do_GET()
+
+            def copyfile(self, source, outputfile):
+                if not outer.rate or outer.requests.count(self.path) <= outer.free:
+                    return super().copyfile(source, outputfile)
+                while chunk := source.read(16384):
+                    outputfile.write(chunk)
+                    outputfile.flush()
+                    time.sleep(len(chunk) / outer.rate)
+                return None
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

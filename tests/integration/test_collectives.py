@@ -62,6 +62,59 @@ def test_two_ranks_every_op_exact_with_nccl_tests_bandwidths(torch_python):
     assert "busbw GB/s" in text and "collectives.all_reduce" in text
 
 
+def neuron_coll(torch_python, world, *args, fault=None):
+    """`collectives --device neuron` on the emulator: one emulated device per rank."""
+    env = cli_env(NEURON_EMULATOR_DEVICES=str(world), NEURON_ENV_COLLECTIVES_FAULT=fault)
+    p = run_cli("collectives", "--python", torch_python, "--device", "neuron", "--format",
+                "json", "--iterations", "2", *args, env=env, timeout=300)
+    doc = json.loads(p.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["exit_code"] == p.returncode, p.stderr
+    return doc, {r["id"]: r for r in doc["results"]}
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_op_on_the_emulated_neuron_device_and_its_backend(torch_python, world):
+    doc, r = neuron_coll(torch_python, world, "--sizes", "8B,1000B,64K")
+    assert doc["exit_code"] == 0, doc["results"]
+    t = doc["target"]
+    assert (t["device"], t["backend"], t["world_size"], t["emulated"]) == ("neuron", "neuron",
+                                                                          world, True)
+    assert sorted(x for x in r if x != "collectives.launch") == sorted(
+        f"collectives.{o}" for o in FACTOR)
+    for row in doc["rows"]:
+        assert row.get("wrong", 0) == 0, row  # a skipped row (too small) has none
+        if "skipped" not in row:
+            assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] *
+                                                      FACTOR[row["op"]](world), rel=1e-6)
+
+
+def test_a_corrupted_rank_on_the_emulated_device_is_named(torch_python):
+    doc, r = neuron_coll(torch_python, 2, "--ops", "all_gather", "--sizes", "4K",
+                         fault="corrupt:1")
+    assert doc["exit_code"] == 1
+    assert "data from rank 1 arrived wrong" in r["collectives.all_gather"]["summary"]
+
+
+def test_doctor_smoke_collectives_adds_one_all_reduce_result(torch_python, tmp_path):
+    from tests.helpers import roots
+
+    root = roots.trn2_host(tmp_path / "r")
+    args = ["doctor", "--root", str(root), "--python", torch_python, "--only",
+            "smoke,collectives", "--format", "json"]
+    p = run_cli(*args, "--smoke", "--collectives", env=cli_env(NEURON_EMULATOR_DEVICES="2"),
+                timeout=300)
+    doc = json.loads(p.stdout)
+    assert [r["id"] for r in doc["results"]] == ["smoke.device", "collectives.all_reduce"]
+    res = doc["results"][1]
+    assert res["status"] == "pass" and p.returncode == 0, res
+    assert res["details"]["world_size"] == 2 and res["details"]["backend"] == "neuron"
+    assert res["summary"].startswith("2 ranks (neuron): ")
+    assert {row["size_bytes"] for row in res["details"]["rows"]} == {8, 64 << 10, 1 << 20}
+    p = run_cli(*args, "--collectives")
+    assert p.returncode == 2 and "add --smoke" in p.stdout + p.stderr
+
+
 def test_four_ranks_sizes_that_do_not_divide_evenly(torch_python):
     doc, r = coll(torch_python, "--world-size", "4", "--ops", "all_gather,reduce_scatter,"
                   "all_to_all,send_recv", "--sizes", "8B,1000B", "--dtype", "int32")

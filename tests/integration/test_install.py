@@ -23,7 +23,7 @@ from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real pip/uv installs into venvs
 
 SCHEMA = json.loads((REPO / "neuron_env/schemas/install.schema.json").read_text())
 
@@ -96,6 +96,8 @@ def test_fresh_venv_right_indexes_then_noop_then_doctor(idx, host_root, tmp_path
     assert subprocess.run([str(py), "-c", "import torch_neuronx, nki, libneuronxla"],
                           timeout=60).returncode == 0
     man = json.loads((venv / ".neuron-env/install-manifest.json").read_text())
+    jsonschema.validate(man, json.loads((REPO / "neuron_env/schemas/manifest.schema.json")
+                                        .read_text()), format_checker=jsonschema.FormatChecker())
     assert man["status"] == "complete" and man["tool"]["name"] == "neuron-env"
     assert {p["name"] for p in man["packages"]} >= {"torch", "torch-neuronx", "nki"}
     log = Path(doc["log"])

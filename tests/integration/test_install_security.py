@@ -23,7 +23,7 @@ from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.roots import trn2_host
 from tests.helpers.wheels import IndexServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real pip/uv installs into venvs
 
 USER, PASSWORD = "ci", "p@ss:w'o\"rd"
 QUOTED = "p%40ss%3Aw%27o%22rd"

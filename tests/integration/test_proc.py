@@ -143,3 +143,71 @@ def test_capture_mode_basics(tmp_path):
     assert (r.returncode, r.stdout.strip(), r.stderr, r.ok) == (3, "HI", "e", False)
     missing = proc.run([str(tmp_path / "nope")], timeout=5)
     assert missing.error == "not found" and missing.returncode is None
+
+
+@pytest.mark.timeout(60)
+def test_a_child_collected_after_its_deadline_keeps_what_it_wrote():
+    """A supervisor that only polls (collectives' ranks) collects after the deadline: what the
+    child wrote before it was killed is still there (it names the step that hung)."""
+    r = proc.spawn([sys.executable, "-c", "import sys, time\nprint('last words', flush=True)\n"
+                    "sys.stderr.write('@@STEP x@@\\n'); sys.stderr.flush(); time.sleep(60)"],
+                   timeout=2)
+    time.sleep(3)  # nobody reads meanwhile
+    res = r.result()
+    assert res.timed_out and "last words" in res.stdout and "@@STEP x@@" in res.stderr
+
+
+@pytest.mark.timeout(60)
+def test_polling_keeps_the_pipes_flowing():
+    """1 MiB on stderr fills the pipe (64 KiB): a supervisor that polls without reading would
+    leave the child blocked in write() until the deadline."""
+    r = proc.spawn([sys.executable, "-c", "import sys; sys.stderr.write('x' * (1 << 20))"],
+                   timeout=30)
+    end = time.monotonic() + 20
+    while r.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    res = r.result()
+    assert res.returncode == 0 and not res.timed_out and len(res.stderr) == 1 << 20
+
+
+WAITS_FOR_THE_WATCHER = """
+import os, sys, time
+
+def wait_for(path):
+    end = time.monotonic() + 20
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            sys.exit(3)
+        time.sleep(0.05)
+
+sys.stdout.write("OUT\\n"); sys.stdout.flush()
+sys.stderr.write("@@STEP one@@\\n"); sys.stderr.flush()
+wait_for(sys.argv[1])  # the watcher has seen step one
+sys.stderr.write("@@STEP two@@\\n"); sys.stderr.flush()
+wait_for(sys.argv[2])  # and ticked since
+"""
+
+
+def test_watch_follows_stderr_while_the_child_runs(tmp_path):
+    """The child goes on only once the watcher has seen its line (then ticked): a watcher fed
+    after the fact would leave it waiting (exit 3)."""
+    seen_one, ticked, seen, ticks = tmp_path / "seen", tmp_path / "ticked", [], []
+
+    def sink(data: bytes) -> None:
+        seen.append(data)
+        if b"@@STEP one@@" in b"".join(seen):
+            seen_one.touch()
+
+    def tick(elapsed: float) -> None:
+        ticks.append(elapsed)
+        if b"@@STEP two@@" in b"".join(seen):
+            ticked.touch()
+
+    running = proc.spawn([sys.executable, "-c", WAITS_FOR_THE_WATCHER, str(seen_one),
+                          str(ticked)], timeout=60)
+    running.watch(sink, tick)
+    r = running.result()
+    assert r.returncode == 0, r.stderr
+    assert b"".join(seen) == b"@@STEP one@@\n@@STEP two@@\n"  # stderr only, whole
+    assert r.stdout == "OUT\n" and r.stderr == "@@STEP one@@\n@@STEP two@@\n"
+    assert ticks == sorted(ticks)

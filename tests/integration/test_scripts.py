@@ -19,7 +19,7 @@ from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.roots import trn2_host
 from tests.helpers.servers import IMDS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real pip/uv installs into venvs
 
 SHELLCHECK = shutil.which("shellcheck")
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 
 import jsonschema
 import pytest
 
 from tests.conftest import REPO, cli_env, run_cli
-from tests.helpers import roots
+from tests.helpers import roots, terminal
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/smoke.schema.json").read_text())
@@ -112,3 +113,32 @@ def test_doctor_smoke_adds_smoke_device(tmp_path, torch_python):
     p = run_cli("doctor", "--root", str(root), "--python", torch_python, "--smoke",
                 "--only", "smoke", "--instance-type", "trn2.48xlarge", "--format", "json")
     assert json.loads(p.stdout)["results"][0]["status"] == "skip"
+
+
+def _said(stderr: str) -> list[str]:
+    """The progress lines on stderr, without their `[  1.2s] ` time."""
+    return [ln.split("s] ", 1)[1] for ln in stderr.splitlines() if ln.startswith("[")]
+
+
+@pytest.mark.slow
+def test_step_lines_say_each_step_as_it_starts_and_a_hung_one_beats(torch_python):
+    """matmul hangs (emulator fault): the steps before it, then heartbeats, on stderr while it
+    runs; the text report on stdout is untouched."""
+    p = run_cli("smoke", "--python", torch_python, "--size", "64", "--timeout", "20",
+                env=cli_env(NEURON_EMULATOR_FAULT="hang"), timeout=120)
+    assert p.returncode == 4, p.stdout + p.stderr
+    said = _said(p.stderr)
+    assert said[:3] == ["smoke: import", "smoke: device", "smoke: matmul"], p.stderr
+    assert said[3].startswith("  ... still in matmul (1"), p.stderr  # (10s) or (11s)
+    assert "smoke:" not in p.stdout and "@@STEP" not in p.stdout + p.stderr
+
+
+def test_json_keeps_stderr_quiet_unless_a_terminal_watches(torch_python):
+    args = ["smoke", "--python", torch_python, "--device", "cpu", "--size", "16",
+            "--iterations", "1", "--format", "json"]
+    p = run_cli(*args, timeout=120)
+    assert json.loads(p.stdout)["exit_code"] == 0 and "smoke:" not in p.stderr, p.stderr
+    t = terminal.run([sys.executable, "-m", "neuron_env", *args], env=cli_env(), cwd=REPO)
+    assert json.loads(t.stdout)["exit_code"] == 0, t.terminal
+    said = _said(t.terminal.replace("\r\n", "\n"))
+    assert said[:2] == ["smoke: import", "smoke: device"] and "smoke: matmul" in said

@@ -56,10 +56,14 @@ def test_other_builtins_in_text_and_markdown(torch_python):
     assert "float32 + autocast(bfloat16) on neuron" in p.stdout and "rtol=0.05" in p.stdout
     assert "trial builtin:transformer-block on neuron [EMULATED]" in p.stdout
     assert "Timing (synchronised fwd+bwd)" in p.stdout and "(trial.eager)" in p.stdout
+    steps = [ln.split("s] ", 1)[1] for ln in p.stderr.splitlines() if ln.startswith("[")]
+    assert steps[:5] == ["trial: import", "trial: device", "trial: model", "trial: reference",
+                         "trial: eager"], p.stderr  # said as each started (text format)
     p = run_cli("trial", "builtin:embedding", "--python", torch_python, "--device", "cpu",
                 "--format", "markdown", "--iterations", "2", timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.startswith("## neuron-env trial builtin:embedding on cpu")
+    assert "trial:" not in p.stderr  # not text, no terminal: stderr stays quiet
     assert "| ✅ | `trial.eager` |" in p.stdout and "[EMULATED]" not in p.stdout
 
 
@@ -128,6 +132,14 @@ def test_baseline_saved_on_cpu_compared_on_the_emulator(torch_python, tmp_path):
                    "--save-baseline", str(base))
     assert r["baseline"]["status"] == "pass" and base.is_file()
     assert r["baseline"]["details"]["saved"]["device"] == "cpu"
+    read = ("import sys, torch; print(torch.load(sys.argv[1], map_location='cpu', "
+            "weights_only=True)['meta'])")
+    meta = json.loads(subprocess.run([torch_python, "-c", read, str(base)], capture_output=True,
+                                     text=True, timeout=120, check=True).stdout)
+    jsonschema.validate(meta, json.loads(
+        (REPO / "neuron_env/schemas/trial-baseline.schema.json").read_text()),
+        format_checker=jsonschema.FormatChecker())
+    assert meta["model"] == "builtin:mlp" and meta["steps"] == 1
     doc, r = trial(torch_python, "builtin:mlp", "--steps", "1", "--baseline", str(base))
     b = r["baseline"]
     assert doc["exit_code"] == 0 and b["status"] == "pass" and b["details"]["tensors"] == 14

@@ -254,3 +254,14 @@ def test_fleet_text_view_shows_what_needs_attention():
     assert "i-0000000000000u01" in text and "i-00000000000000000" not in text  # passing: counted
     assert "drift: torch: 2.13.0 ×6, 2.14.0 ×1" in text and text.endswith("verdict: FAIL\n")
     assert "1 report(s) truncated at 24,000 characters" in text
+
+
+def test_a_huge_file_among_the_reports_is_unreadable_not_loaded(tmp_path):
+    from neuron_env.fleet.sources import MAX_REPORT, from_args
+
+    (tmp_path / "a.json").write_text(json.dumps(report().serialize()))
+    with open(tmp_path / "z.json", "wb") as f:  # sparse: no disk used
+        f.truncate(MAX_REPORT + 1)
+    got = {e.source.rsplit("/", 1)[-1]: e for e in from_args([str(tmp_path)])}
+    assert got["a.json"].doc is not None
+    assert got["z.json"].doc is None and "is larger than" in got["z.json"].unreadable

@@ -64,3 +64,19 @@ def test_instance_doc_for_trn2n_has_no_warnings_and_a_source():
     assert doc["family"]["supported"] and doc["warnings"] == []
     assert doc["matrix_facts"]["source"].endswith("neuron-ls.html")
     assert "LNC 2 by default" in instance.text(doc)
+
+
+def test_os_fix_names_the_dlami_in_words_and_prints_its_image_id():
+    from neuron_env.checks import fixes
+    from neuron_env.matrix import dlami as dl
+
+    assert dl.label("/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id") \
+        == "multi-framework DLAMI on Ubuntu 24.04"
+    text, cmd = fixes.dlami(M)
+    assert "launch the Neuron multi-framework DLAMI on Ubuntu 24.04" in text, text
+    assert cmd == ("aws ssm get-parameter --name /aws/service/neuron/dlami/multi-framework/"
+                   "ubuntu-24.04/latest/image_id --query Parameter.Value --output text")
+    single = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
+    m = replace(M, dlami=(*M.dlami, ("ssm_single_framework_ubuntu_24_04", single)))
+    assert "pytorch-2.9 DLAMI on Ubuntu 24.04" in fixes.dlami(m)[0]
+    assert fixes.dlami(replace(M, dlami=()))[1] is None
