@@ -25,12 +25,7 @@ packaging's own objects; keep one kind in a set or as dict keys (neuron-env uses
 from __future__ import annotations
 
 import operator
-import re
 
-# release, .postN (as packaging writes it), +local
-_RELEASE = re.compile(r"([0-9]+(?:\.[0-9]+)*)(?:\.post([0-9]+))?"
-                      r"(?:\+([a-zA-Z0-9]+(?:[-_.][a-zA-Z0-9]+)*))?", re.ASCII)
-_ITEM = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*([0-9]+(?:\.[0-9]+)*)(\.\*)?\s*", re.ASCII)
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
         "==": operator.eq, "!=": operator.ne}
 
@@ -48,8 +43,44 @@ def _trim(release: tuple[int, ...]) -> tuple[int, ...]:
     return release[:i]
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # not "²" or "٣", which isdigit() also takes
+
+
+def _release(text: str) -> bool:
+    """`N(.N)*`: digits, one dot between each."""
+    return all(_digits(p) for p in text.split("."))
+
+
+def _parse(text: str) -> tuple[str, str | None, str | None] | None:
+    """(release, post digits, local label) of `N(.N)*[.postN][+local]`, else None (by hand: a
+    regular expression for it costs ~1 ms to compile at start-up)."""
+    public, plus, local = text.partition("+")
+    if plus and not all(p.isascii() and p.isalnum() for p in
+                        local.replace("-", ".").replace("_", ".").split(".")):
+        return None
+    release, dot_post, post = public.partition(".post")
+    if not _release(release) or (dot_post and not _digits(post)):
+        return None
+    return release, post or None, local or None
+
+
+def _item(text: str) -> tuple[str, str, bool] | None:
+    """(operator, release, wildcard) of a specifier `OP N(.N)*[.*]`, else None."""
+    op = text[:2] if text[:2] in (">=", "<=", "==", "!=") else text[:1]
+    if op not in (">=", "<=", "==", "!=", "<", ">"):
+        return None
+    version = text[len(op):].strip()
+    wild = version.endswith(".*")
+    version = version[:-2] if wild else version
+    if not _release(version) or (wild and op not in ("==", "!=")):
+        return None
+    return op, version, wild
+
+
 def _local(label: str) -> str:
-    return ".".join(str(int(p)) if p.isdigit() else p.lower() for p in re.split(r"[-_.]", label))
+    parts = label.replace("-", ".").replace("_", ".").split(".")
+    return ".".join(str(int(p)) if p.isdigit() else p.lower() for p in parts)
 
 
 class Ver:
@@ -62,9 +93,9 @@ class Ver:
             for k in self.__slots__:
                 setattr(self, k, getattr(text, k))
             return
-        m = _RELEASE.fullmatch(text) if isinstance(text, str) else None
+        m = _parse(text) if isinstance(text, str) else None
         if m:
-            release, post, local = m.groups()
+            release, post, local = m
             self.release = tuple(map(int, release.split(".")))
             self.post = int(post) if post else None
             self.local = _local(local) if local else None
@@ -207,12 +238,12 @@ class Spec:
     def __init__(self, text: str = "") -> None:
         items, seen = [], set()
         for part in (p.strip() for p in text.split(",")):
-            m = _ITEM.fullmatch(part) if part else None
-            if part and (m is None or (m.group(3) and m.group(1) not in ("==", "!="))):
+            m = _item(part) if part else None
+            if part and m is None:
                 items = None
                 break
             if m:
-                item = SpecItem(m.group(1), m.group(2), bool(m.group(3)))
+                item = SpecItem(*m)
                 if item.canonical() in seen:  # packaging keeps one of equal specifiers
                     items = None
                     break
@@ -293,6 +324,6 @@ class Spec:
 def _fast(item) -> Ver | None:
     """A candidate as a Ver when it parses here (a str or packaging Version), else None."""
     text = item if isinstance(item, str) else str(item) if hasattr(item, "release") else None
-    if text is None or not _RELEASE.fullmatch(text):
+    if text is None or _parse(text) is None:
         return None
     return Ver(text)

@@ -17,14 +17,16 @@ VERSIONS = ["0", "1", "1.0", "1.0.0", "2", "2.0", "2.13", "2.13.0", "2.13.1", "2
             # handed to packaging
             "2.13.0+cpu", "2.13.0+CPU", "2.13.0+cu121.1", "2.14.0rc1", "2.14.0.dev3",
             "2.14.0.post1", "1!2.0", "v2.14", " 2.14 ", "2.14.0a1+local", "1.0.post1",
-            "1.0.0.post1", "1.0.post2", "1.0-1", "1.0.POST1", "1.0.post1+cpu", "1.0.1"]
+            "1.0.0.post1", "1.0.post2", "1.0-1", "1.0.POST1", "1.0.post1+cpu", "1.0.1",
+            "2.13.0+cpu-1_A", "1.0.post", "1.0\u2003"]
 SPECS = ["", ">=3.12,<3.15", "<3.15,>=3.12", ">= 3.12 , <3.15", ">=3.10", "<3.15.0", "<=3.14",
          ">3.12", ">2.14.3", "==2.14.3.0.*", "==2.14.*", "!=2.14.*", "==2.*", "==2.0.*",
          "==2.14", "==2.14.0", "!=3.13", "==03.12", ">=0", " ,>=1,", "==2.14.3.0.1234",
          ">=2.13,!=2.13.1,<3",
          # handed to packaging
          "~=2.14.0", "===2.14", ">=2.14.0rc1", "==2.14.0+cpu", "==1.2.3,==1.2.3.0", ">=1!1",
-         ">1.0", "<=1.0", "==1.0.*", "==1.0.post1", ">=1.0.post1"]
+         ">1.0", "<=1.0", "==1.0.*", "==1.0.post1", ">=1.0.post1", "==\u2003 3.12",
+         ">=\t3.12,\u00a0<3.15 "]
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -73,7 +75,8 @@ def test_sorting_and_sets():
     assert len({Ver("2.14"), Ver("2.14.0"), Ver("v2.14")}) == 1
 
 
-@pytest.mark.parametrize("bad", ["", "2.14-bogus!", "latest", "1.0.0.0.x"])
+@pytest.mark.parametrize("bad", ["", "2.14-bogus!", "latest", "1.0.0.0.x", "2.0+", "2.0+a..b",
+                                 "\u00b2.1", "1..0", ".1", "1."])
 def test_invalid_version_is_packagings_error(bad):
     with pytest.raises(InvalidVersion):
         Version(bad)
@@ -82,7 +85,8 @@ def test_invalid_version_is_packagings_error(bad):
     assert type(e.value) is InvalidVersion
 
 
-@pytest.mark.parametrize("bad", ["<3.15.*", ">=", "=>3.12", "3.12", ">=3.12;", "~=1"])
+@pytest.mark.parametrize("bad", ["<3.15.*", ">=", "=>3.12", "3.12", ">=3.12;", "~=1", "==1.*.*",
+                                 ">=1..2", "==.*", ">= \u00b2"])
 def test_invalid_specifier_is_packagings_error(bad):
     with pytest.raises(ValueError) as theirs:
         SpecifierSet(bad)
