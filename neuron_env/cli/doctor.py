@@ -38,6 +38,15 @@ def _confirm(commands: list[str], yes: bool) -> bool:
     return typer.confirm("Run them?", default=False, err=True)
 
 
+def _step_lines(smoke: bool, fmt: str) -> bool:
+    """--smoke says its steps on stderr as smoke does (text output, or a terminal)."""
+    if not smoke:
+        return False
+    from neuron_env.smoke.live import watched
+
+    return watched(fmt)
+
+
 def _waivers(waive, reason, until, waivers_file):
     from neuron_env.checks import waivers as w
 
@@ -115,7 +124,8 @@ def doctor(
         opts = DoctorOptions(
             matrix=matrix, python=python, root=root, instance_type=instance_type,
             only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
-            collectives=collectives, smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
+            collectives=collectives, step_lines=_step_lines(smoke, format.value),
+            smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
             waivers=_waivers(waive, reason, until, waivers_file), wait=wait,

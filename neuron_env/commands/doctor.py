@@ -33,6 +33,7 @@ class DoctorOptions:
     smoke: bool = False
     collectives: bool = False  # --collectives (with --smoke): collectives.all_reduce
     smoke_timeout: float = 300.0
+    step_lines: bool = False  # say the smoke test's steps on stderr (text output, or a terminal)
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
     tag_instance: bool = False
@@ -220,8 +221,13 @@ def _smoke(facts, opts: DoctorOptions):
     if facts.instance.assumed:
         return Result("smoke.device", "smoke", "skip",
                       f"instance type assumed ({facts.instance.type}): no target device here")
+    live = None
+    if opts.step_lines:
+        from neuron_env.smoke.live import StepLines
+
+        live = StepLines("doctor --smoke")
     return device_check(facts.target.path, SmokeOptions(size=256, iterations=5,
-                                                        timeout=opts.smoke_timeout))
+                                                        timeout=opts.smoke_timeout), live)
 
 
 def _collectives(facts, opts: DoctorOptions, smoke_result: Result | None) -> Result:

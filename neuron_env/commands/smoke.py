@@ -22,9 +22,9 @@ def smoke(python: str | None, opts: SmokeOptions, started=None, live=None) -> Re
                   extra={"elapsed_s": round(sr.elapsed, 3), "emulated": sr.emulated})
 
 
-def device_check(python_path: str, opts: SmokeOptions | None = None) -> Result:
-    """doctor --smoke: the whole smoke run as one `smoke.device` result."""
-    sr: SmokeRun = run(python_path, opts or SmokeOptions(size=256, iterations=5))
+def device_check(python_path: str, opts: SmokeOptions | None = None, live=None) -> Result:
+    """doctor --smoke: the whole smoke run as one `smoke.device` result (`live`: as smoke's)."""
+    sr: SmokeRun = run(python_path, opts or SmokeOptions(size=256, iterations=5), live)
     status = worst(sr.results)
     bad = [r for r in sr.results if r.status in ("fail", "error")]
     main = bad[0] if bad else next((r for r in sr.results if r.id == "smoke.matmul"),

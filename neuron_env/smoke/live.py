@@ -15,10 +15,14 @@ def steps_in(text: str) -> list[str]:
     return STEP.findall(text)
 
 
-def for_format(fmt: str, what: str) -> StepLines | None:
+def watched(fmt: str) -> bool:
     """Step lines for text output, or whenever a person watches stderr; never otherwise (a
     pipeline reading --format json keeps a quiet stderr)."""
-    return StepLines(what) if fmt == "text" or sys.stderr.isatty() else None
+    return fmt == "text" or sys.stderr.isatty()
+
+
+def for_format(fmt: str, what: str) -> StepLines | None:
+    return StepLines(what) if watched(fmt) else None
 
 
 class StepLines:

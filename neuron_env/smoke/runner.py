@@ -26,8 +26,8 @@ def _label(summary: str, emulated: bool) -> str:
     return f"[EMULATED] {summary}" if emulated else summary
 
 
-def run(python: str, opts: SmokeOptions) -> SmokeRun:
-    return finish(python, opts, start(python, opts))
+def run(python: str, opts: SmokeOptions, live=None) -> SmokeRun:
+    return finish(python, opts, start(python, opts), live)
 
 
 def finish(python: str, opts: SmokeOptions, running, live=None) -> SmokeRun:

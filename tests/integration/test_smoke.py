@@ -110,6 +110,12 @@ def test_doctor_smoke_adds_smoke_device(tmp_path, torch_python):
     (res,) = doc["results"]
     assert res["id"] == "smoke.device" and res["status"] == "pass", res
     assert res["details"]["emulated"] is True and res["summary"].startswith("[EMULATED]")
+    assert p.stderr == ""  # piped JSON: no step lines
+    text = run_cli("doctor", "--root", str(root), "--python", torch_python, "--smoke",
+                   "--only", "smoke", timeout=240)
+    assert text.returncode == 0, text.stdout + text.stderr
+    said = [ln.split("] ", 1)[1] for ln in text.stderr.splitlines() if "doctor --smoke:" in ln]
+    assert said == [f"doctor --smoke: {s}" for s in ("import", "device", "matmul", "fallback")]
     p = run_cli("doctor", "--root", str(root), "--python", torch_python, "--smoke",
                 "--only", "smoke", "--instance-type", "trn2.48xlarge", "--format", "json")
     assert json.loads(p.stdout)["results"][0]["status"] == "skip"
