@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 
@@ -11,14 +10,14 @@ import jsonschema
 import pytest
 
 from tests.conftest import REPO, cli_env, run_cli
-from tests.helpers import roots, terminal
+from tests.helpers import procs, roots, terminal
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/smoke.schema.json").read_text())
 
 
-def smoke_json(torch_python, *args, fault=None, timeout=240):
-    env = cli_env(NEURON_EMULATOR_FAULT=fault) if fault else cli_env()
+def smoke_json(torch_python, *args, fault=None, timeout=240, **extra):
+    env = cli_env(NEURON_EMULATOR_FAULT=fault, **extra)
     p = run_cli("smoke", "--python", torch_python, "--format", "json", *args, env=env,
                 timeout=timeout)
     doc = json.loads(p.stdout)
@@ -61,13 +60,14 @@ def test_perturbed_matmul_fails_with_error_figures(torch_python):
 
 def test_hanging_device_times_out_with_exit_4_and_no_orphan(torch_python):
     t0 = time.monotonic()
-    doc, r = smoke_json(torch_python, "--size", "64", "--timeout", "10", fault="hang")
+    tok = procs.token("smoke-hang")  # names this run's processes, not another worker's
+    doc, r = smoke_json(torch_python, "--size", "64", "--timeout", "10", fault="hang",
+                        **{procs.VAR: tok})
     assert time.monotonic() - t0 < 30
     assert doc["exit_code"] == 4
     res = r["smoke.matmul"]
     assert res["timed_out"] is True and "during the matmul step" in res["summary"]
-    left = subprocess.run(["pgrep", "-f", "inside/smoke.py"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "the smoke process group survived its timeout"
+    assert procs.with_token(tok) == [], "the smoke process group survived its timeout"
 
 
 def test_noisy_backend_crash_and_missing_torch(torch_python, venv_factory):

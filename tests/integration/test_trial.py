@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers import procs
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/trial.schema.json").read_text())
@@ -165,31 +166,16 @@ def test_a_pickle_posing_as_a_baseline_is_refused_unexecuted(torch_python, tmp_p
     assert not marker.exists()
 
 
-def _processes_with(token: str) -> list[int]:
-    """Live processes whose environment carries `token` (zombies have none left to read)."""
-    from pathlib import Path
-
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if f"NEURON_ENV_TEST_TOKEN={token}".encode() in (d / "environ").read_bytes():
-                    found.append(int(d.name))
-            except OSError:
-                continue
-    return found
-
-
 def test_hang_times_out_with_exit_4_naming_the_step(torch_python):
     t0 = time.monotonic()
-    token = f"hang-{time.monotonic_ns()}"  # names this run's processes, not another worker's
+    tok = procs.token("trial-hang")  # names this run's processes, not another worker's
     doc, r = trial(torch_python, "builtin:mlp", "--timeout", "20", fault="hang",
-                   NEURON_ENV_TEST_TOKEN=token)
+                   **{procs.VAR: tok})
     assert time.monotonic() - t0 < 60
     (res,) = r.values()
     assert doc["exit_code"] == 4 and res["timed_out"] is True
     assert res["id"] == "trial.eager" and "during the eager step" in res["summary"]
-    assert _processes_with(token) == [], "the trial process group survived its timeout"
+    assert procs.with_token(tok) == [], "the trial process group survived its timeout"
 
 
 @pytest.mark.parametrize("model, says", [
