@@ -1,10 +1,8 @@
 """`neuron-env fleet doctor|report`: flags -> commands.fleet -> the boundary."""
 
-from enum import Enum
-
 import typer
 
-from neuron_env.cli.app import app, emit
+from neuron_env.cli.app import app, choices, emit
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
@@ -12,10 +10,7 @@ app.add_typer(fleet_app, name="fleet")
 SCHEMA = "neuron-env.fleet/1"
 
 
-class FleetFmt(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
+FleetFmt = choices("FleetFmt", "text", "json", "junit")
 
 
 @fleet_app.command("doctor")

@@ -1,24 +1,13 @@
 """`neuron-env scan PATH...`."""
 
 import sys
-from enum import Enum
 
 import typer
 
-from neuron_env.cli.app import app, emit, split
+from neuron_env.cli.app import app, choices, emit, split
 
-
-class ScanFmt(str, Enum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-
-
-class Severity(str, Enum):
-    info = "info"
-    warning = "warning"
-    error = "error"
-    never = "never"
+ScanFmt = choices("ScanFmt", "text", "json", "sarif")
+Severity = choices("Severity", "info", "warning", "error", "never")
 
 
 @app.command()

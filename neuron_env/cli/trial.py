@@ -1,7 +1,5 @@
 """`neuron-env trial MODEL`: flags -> TrialOptions -> commands.trial -> the boundary."""
 
-from enum import Enum
-
 import typer
 
 from neuron_env.cli.app import Device, app, choices, emit, python_option, seconds
@@ -9,11 +7,7 @@ from neuron_env.cli.app import Device, app, choices, emit, python_option, second
 Dtype = choices("Dtype", "float32", "bfloat16")
 
 
-class TrialFmt(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
+TrialFmt = choices("TrialFmt", "text", "json", "junit", "markdown")
 
 
 @app.command()
