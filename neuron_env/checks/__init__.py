@@ -1,4 +1,5 @@
-"""Pure checks: (facts, matrix, context) -> Result. The registry keeps DESIGN.md's order.
+"""Pure checks: (facts, matrix, context) -> Result. Reports list them in category order
+(CATEGORIES in report/model.py), then in registration order; docs/doctor.md lists every check.
 
 A check registers with `@check(id, category)`; its Result may leave id and category out
 (`verdict(status, summary, ...)`): the registry fills them. `opt_in=True` checks (instance.aws)

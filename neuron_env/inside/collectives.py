@@ -15,7 +15,8 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
 from _shared import emit, step, sync
 
-# nccl-tests' bus-bandwidth factors (n = world size); see PERFORMANCE.md in NVIDIA/nccl-tests
+# nccl-tests' bus-bandwidth factors (n = world size), as docs/collectives.md lists them; source:
+# https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
 FACTORS = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,

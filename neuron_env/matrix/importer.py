@@ -32,7 +32,8 @@ from neuron_env.util.versions import Spec, Ver
 
 MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
 
-# Static instance facts (neuron-facts.md); the manifest names families only.
+# Static instance facts (devices, cores per device, memory: AWS's Trainium and Inferentia
+# instance pages); the manifest names families only.
 KNOWN_TYPES: dict[str, tuple[InstanceType, ...]] = {
     "trn1": (InstanceType("trn1.2xlarge", 1, 2, 32), InstanceType("trn1.32xlarge", 16, 2, 32)),
     "trn1n": (InstanceType("trn1n.32xlarge", 16, 2, 32),),

@@ -1,4 +1,5 @@
-"""The target interpreter: resolve it (DESIGN.md order) and read its facts with inside/probe.py."""
+"""The target interpreter: resolve it (--python, NEURON_ENV_PYTHON, $VIRTUAL_ENV, python3 on
+PATH: the order docs/doctor.md gives) and read its facts with inside/probe.py."""
 
 from __future__ import annotations
 
