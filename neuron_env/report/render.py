@@ -23,11 +23,13 @@ def render(out: Report | Document, fmt: str, verbose: bool = False,
     """The one renderer entry point; every output is masked for credentials, then sanitised
     (util.text.clean: no control character, lone surrogate or XML-forbidden character leaves
     the process raw; JSON escapes them itself) on the way out."""
-    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour)
+    raw_ok = out.raw_ok if isinstance(out, Document) and fmt == "text" else ""
+    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok)
 
 
-def _out(text: str, fmt: str, colour: bool = False) -> str:
-    return text if fmt == "json" else clean(text, keep_sgr=colour and fmt == "text")
+def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "") -> str:
+    return text if fmt == "json" else clean(text, keep_sgr=colour and fmt == "text",
+                                            raw_ok=raw_ok)
 
 
 def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:

@@ -27,15 +27,23 @@ def _esc(m: re.Match[str]) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
-def clean(s: object, keep_sgr: bool = False, one_line: bool = False) -> str:
+def clean(s: object, keep_sgr: bool = False, one_line: bool = False, raw_ok: str = "") -> str:
     """str(s) safe to show anywhere: every control character but tab and newline (all of them
     with one_line), every lone surrogate and U+FFFE/U+FFFF as a visible escape. keep_sgr: leave
-    plain colour codes (ESC [ n m) alone, for a report neuron-env coloured itself."""
+    plain colour codes (ESC [ n m) alone, for a report neuron-env coloured itself; raw_ok:
+    characters a tool's artifact must keep (a diff's CR), never ESC."""
     rx = _UNSAFE_LINE if one_line else _UNSAFE
     text = str(s)
+    if raw_ok:
+        keep = set(raw_ok) - {"\x1b", "\x9b"}
+
+        def esc(m: re.Match[str]) -> str:
+            return m.group(0) if m.group(0) in keep else _esc(m)
+    else:
+        esc = _esc
     if not keep_sgr:
-        return rx.sub(_esc, text)
-    return "".join(p if i % 2 else rx.sub(_esc, p) for i, p in enumerate(re.split(_SGR, text)))
+        return rx.sub(esc, text)
+    return "".join(p if i % 2 else rx.sub(esc, p) for i, p in enumerate(re.split(_SGR, text)))
 
 
 def escape_controls(s: str, keep_sgr: bool = False) -> str:

@@ -248,3 +248,60 @@ def test_fix_adds_import_torch_after_docstring_and_future(tmp_path):
     assert f.read_text().splitlines()[:4] == [
         '"""Doc."""', "from __future__ import annotations", "import torch",
         "from torch_xla.core.xla_model import xla_device"]
+
+
+def _backtracking_reference(pat: str) -> str:
+    """The old regex translation (backtracking, but right on small inputs), git's `**` rule."""
+    import re
+
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i) and (i == 0 or pat[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            j = i
+            while j < len(pat) and pat[j] == "*":
+                j += 1
+            whole = (i == 0 or pat[i - 1] == "/") and (j == len(pat) or pat[j] == "/")
+            out.append(".*" if whole else "[^/]*")
+            i = j
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    return "".join(out)
+
+
+def test_linear_glob_matcher_agrees_with_a_regex_translation():
+    """The NFA (what hostile patterns run on) against re on small random cases."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=600, deadline=None)
+    @given(st.text("ab/*?", min_size=1, max_size=8), st.text("ab/", max_size=10))
+    def check(pat, path):
+        toks = gitignore.compile_glob(pat)
+        nfa = gitignore.Glob(tuple(toks))._nfa(path)
+        fast = gitignore.Glob.of(toks).match(path)
+        ref = re.fullmatch(_backtracking_reference(pat), path, re.DOTALL) is not None
+        assert nfa == ref == fast, (pat, path, nfa, ref, fast)
+    check()
+
+
+def test_gitignore_classes_and_bad_patterns():
+    ign = gitignore.Ignores().extend("", ["[a-c]x", "[!0-9]y", "[[:digit:]]z", "[]]w"])
+    assert ign.ignored("bx", False) and not ign.ignored("dx", False)
+    assert ign.ignored("ay", False) and not ign.ignored("5y", False)
+    assert ign.ignored("7z", False) and ign.ignored("]w", False)
+    warnings: list[tuple[int, str]] = []
+    gitignore.Ignores().extend("", ["ok", "[z-a]", "[[:nope:]]"],
+                               lambda n, why: warnings.append((n, why)))
+    assert [n for n, _ in warnings] == [2, 3] and "reversed" in warnings[0][1]
