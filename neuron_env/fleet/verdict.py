@@ -72,7 +72,8 @@ def versions(doc: dict[str, Any]) -> dict[str, str | None]:
         out[comp] = next((pkgs[k] for k in keys if pkgs.get(k)), None)
     out["driver"] = driver.get("module_version") or apt.get("aws-neuronx-dkms")
     out["runtime"] = next((apt[k] for k in _RUNTIME_PKGS if apt.get(k)), None)
-    return out
+    # a report is someone else's text: a version is a string (a list would break the counts)
+    return {k: None if v is None else str(v) for k, v in out.items()}
 
 
 def instance_id(doc: dict[str, Any]) -> str | None:
