@@ -63,3 +63,30 @@ def test_hostile_waivers_file_is_exit_2_with_a_located_message(tmp_path, kind, e
     assert "Traceback" not in p.stderr
     if kind == "int":
         assert "(line 3)" in err
+
+
+# -- 25: IMDS that trickles ------------------------------------------------------------------
+def test_trickling_imds_is_cut_at_the_whole_exchange_deadline(tmp_path):
+    """One byte every 0.3 s (token PUT and GET): each recv is quick, so a per-recv timeout
+    never fires; the 1 s budget is a deadline for the exchange. The subprocess limit is the
+    assertion (minutes before the fix)."""
+    import subprocess
+
+    from tests.conftest import cli_env
+    from tests.helpers.servers import IMDS
+
+    root = roots.make_root(tmp_path / "r", os="ubuntu-26.04", vendor=None)
+    with IMDS("trickle") as srv:
+        env = cli_env(AWS_EC2_METADATA_DISABLED=None, AWS_EC2_METADATA_SERVICE_ENDPOINT=srv.url)
+        try:
+            p = subprocess.run([sys.executable, "-m", "neuron_env", "doctor", "--root",
+                                str(root), "--python", sys.executable, "--only", "instance",
+                                "--format", "json"], capture_output=True, text=True, env=env,
+                               timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("doctor still waiting on a trickling IMDS after 20 s")
+    doc = json.loads(p.stdout)
+    assert doc["elapsed_s"] < 10
+    inst = doc["target"]["instance"]
+    assert inst["source"] != "imds"
+    assert any("timed out" in n for n in inst.get("notes") or []) or "timed out" in p.stdout
