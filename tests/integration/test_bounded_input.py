@@ -90,3 +90,56 @@ def test_trickling_imds_is_cut_at_the_whole_exchange_deadline(tmp_path):
     inst = doc["target"]["instance"]
     assert inst["source"] != "imds"
     assert any("timed out" in n for n in inst.get("notes") or []) or "timed out" in p.stdout
+
+
+# -- 28: --root never lists the real host's interpreters --------------------------------------
+def test_root_fix_lines_name_only_the_images_interpreters(tmp_path):
+    from tests.conftest import cli_env
+
+    host = tmp_path / "host"
+    for rel in ("bin/python3.12", "bin/python3.13", "home/.pyenv/versions/3.13.1/bin/python3.13",
+                "home/.local/share/uv/python/cpython-3.12/bin/python3.12", "bin/uv"):
+        roots.add_executable(host / rel)
+    env = cli_env(PATH=f"{host / 'bin'}:{os.environ['PATH']}", HOME=str(host / "home"),
+                  PYENV_ROOT=str(host / "home/.pyenv"))
+    root = roots.trn2_host(tmp_path / "r")
+    # an absolute link in the image that points at the real host's interpreter: not the image's
+    (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
+    (root / "usr/local/bin/python3.14").symlink_to(host / "bin/python3.13")
+
+    def fix_text() -> str:
+        p = run_cli("doctor", "--root", str(root), "--python", str(tmp_path / "nope"),
+                    "--only", "python", "--format", "json", env=env)
+        doc = json.loads(p.stdout)
+        return " ".join(str(r.get("fix")) + str(r.get("fix_command")) for r in doc["results"])
+
+    text = fix_text()
+    assert str(host) not in text and "/.pyenv/" not in text and "found on this host" not in text
+    assert "python3.14" not in text and "uv python install" not in text
+    roots.add_executable(root / "usr/bin/python3.13")
+    text = fix_text()
+    assert "--python /usr/bin/python3.13" in text and "found in the image" in text
+    assert str(host) not in text
+
+
+# -- 29: a dpkg status over the cap ----------------------------------------------------------
+def test_dpkg_status_over_the_cap_is_said_to_be_too_large(tmp_path):
+    DPKG_MAX = 64 << 20  # probes.host.DPKG_MAX, the documented cap
+    root = roots.trn2_host(tmp_path / "r")
+    status = root / "var/lib/dpkg/status"
+    with open(status, "r+b") as f:  # a sparse file: over the cap without the disk
+        f.truncate(DPKG_MAX + 4096)
+    size = status.stat().st_size
+    p = run_cli("doctor", "--root", str(root), "--python", sys.executable, "--only", "driver",
+                "--format", "json")
+    doc = json.loads(p.stdout)
+    r = {x["id"]: x for x in doc["results"]}["driver.packages"]
+    assert r["status"] == "skip", r
+    assert f"too large ({size} bytes, cap {DPKG_MAX}): skipped" in r["summary"]
+    assert "not a Debian/Ubuntu" not in r["summary"]
+    os.unlink(status)
+    os.mkfifo(status)  # and a FIFO there: never read, said so
+    doc = json.loads(run_cli("doctor", "--root", str(root), "--python", sys.executable,
+                             "--only", "driver", "--format", "json").stdout)
+    r = {x["id"]: x for x in doc["results"]}["driver.packages"]
+    assert "FIFO" in r["summary"] and "not a Debian/Ubuntu" not in r["summary"]
