@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from neuron_env.errors import ConfigurationError
 from neuron_env.fleet.aggregate import Entry
@@ -46,7 +47,7 @@ _OBJECTS = (("summary",), ("target",), ("target", "instance"), ("target", "packa
             ("target", "driver"), ("target", "driver", "apt_packages"), ("error",))
 
 
-def shape_problem(doc: dict) -> str | None:
+def shape_problem(doc: dict[str, Any]) -> str | None:
     """What makes a document that says it is a doctor report unusable (the parts fleet
     reads have the wrong type), else None. Checked before anything reads it."""
     if not isinstance(doc.get("exit_code"), int | None) or isinstance(doc.get("exit_code"),
@@ -141,7 +142,7 @@ def from_s3(uri: str, region: str | None) -> list[Entry]:
                                  "s3:GetObject permissions") from None
 
 
-def _s3_entry(s3, bucket: str, key: str) -> Entry:
+def _s3_entry(s3: Any, bucket: str, key: str) -> Entry:
     """One object: a report, or "unreadable" with the reason (too large, gone, denied)."""
     from neuron_env.aws import ssm_fleet
     from neuron_env.aws.client import AwsError

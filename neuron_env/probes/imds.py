@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from neuron_env.util.names import INSTANCE_TYPE
 from neuron_env.util.record import record
+
+if TYPE_CHECKING:
+    import socket
+    import threading
 
 DEFAULT_ENDPOINT = "http://169.254.169.254/"
 ENDPOINT_ENV = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
@@ -76,7 +81,7 @@ def _request(url: str, method: str, path: str, headers: dict, deadline: float):
         conn.close()
 
 
-def _cut_at(deadline: float, sock):
+def _cut_at(deadline: float, sock: socket.socket) -> threading.Timer:
     """A timer that shuts `sock` down at `deadline` (the whole exchange's budget)."""
     import contextlib
     import socket

@@ -79,7 +79,7 @@ def quote_for(lines: Lines, a: int, b: int) -> str | None:
     return next((q for q in ('"', "'") if q not in used), None)
 
 
-def _device_call(rule: Rule, node: ast.AST, lines: Lines):
+def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str, bool] | None:
     if not isinstance(node, ast.Call) or node.args or node.keywords:
         return None
     a, b = lines.span(node)

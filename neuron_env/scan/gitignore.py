@@ -20,7 +20,8 @@ MAX_BYTES = 4 * 1024 * 1024  # as sources (walk.MAX_BYTES): an ignore file is te
 
 # token kinds
 LIT, ONE, CLS, STAR, DSTAR, DIRS = range(6)  # DIRS: `**/` = "" or anything ending in "/"
-_POSIX = {"alnum": str.isalnum, "alpha": str.isalpha, "digit": str.isdigit,
+_POSIX: dict[str, Callable[[str], bool]] = {
+          "alnum": str.isalnum, "alpha": str.isalpha, "digit": str.isdigit,
           "lower": str.islower, "upper": str.isupper, "space": str.isspace,
           "xdigit": lambda c: c in "0123456789abcdefABCDEF",
           "punct": lambda c: c.isascii() and c.isprintable() and not c.isalnum()

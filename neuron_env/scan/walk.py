@@ -153,7 +153,7 @@ class Walker:
 
     def tree(self, start: Path, top: Path, ign: gitignore.Ignores, inside: str) -> None:
         """Depth first in name order, with an explicit stack (no recursion: any depth)."""
-        stack: list[tuple[Iterator[os.DirEntry], gitignore.Ignores]] = []
+        stack: list[tuple[Iterator[os.DirEntry[str]], gitignore.Ignores]] = []
         pending: list[Path] = [start]
         while pending or stack:
             if pending:
@@ -163,21 +163,21 @@ class Walker:
                 try:
                     with os.scandir(d) as it:
                         entries = sorted(it, key=lambda e: e.name)
-                except OSError as e:
-                    self.skip(str(d), f"unreadable: {e.strerror}")
+                except OSError as err:
+                    self.skip(str(d), f"unreadable: {err.strerror}")
                     continue
                 stack.append((iter(entries), here))
                 continue
             it_, here = stack[-1]
-            e = next(it_, None)
-            if e is None:
+            entry = next(it_, None)
+            if entry is None:
                 stack.pop()
                 continue
-            sub = self.entry(e, top, here, inside)
+            sub = self.entry(entry, top, here, inside)
             if sub is not None:
                 pending.append(sub)
 
-    def entry(self, e: os.DirEntry, top: Path, ign: gitignore.Ignores,
+    def entry(self, e: os.DirEntry[str], top: Path, ign: gitignore.Ignores,
               inside: str) -> Path | None:
         """Handle one directory entry; a directory to descend into is returned."""
         rel = _rel(Path(e.path), top)
