@@ -14,10 +14,12 @@ import re
 # C0 (but tab and newline), DEL, C1, lone surrogates and U+FFFE/U+FFFF: none of them may reach
 # a terminal, XML 1.0 forbids the C0 ones (but tab, LF, CR) and the rest, and a lone surrogate
 # cannot be encoded to UTF-8 at all. CR is escaped too: it rewrites a terminal line and YAML,
-# Slurm and engines take it for a line break.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Slurm and engines take it for a line break. So are the bidi overrides and isolates (text
+# shown in another order than it is, "Trojan Source") and U+2028/U+2029 (line breaks to some).
+_OTHER = "\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_OTHER}]")
 # the same, with newline (and tab) too: for one-line sinks (a Prometheus label, a drain reason)
-_UNSAFE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_UNSAFE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_OTHER}]")
 # the colour codes neuron-env itself writes (SGR: ESC [ digits m), kept when asked
 _SGR = r"(\x1b\[[0-9;]{0,8}m)"
 

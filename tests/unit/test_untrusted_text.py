@@ -65,7 +65,9 @@ def test_clean_is_the_one_sanitiser():
     assert clean("a\tb\nc\x00\r\x7f\x9b\ud800\ufffe") == "a\tb\nc\\x00\\x0d\\x7f\\x9b\\ud800\\ufffe"
     assert clean("a\tb\nc", one_line=True) == "a\\x09b\\x0ac"
     assert clean("\x1b[31mred\x1b[0m\x1b]0;x", keep_sgr=True) == "\x1b[31mred\x1b[0m\\x1b]0;x"
-    assert clean(5) == "5" and clean("Ünïcödé ✓") == "Ünïcödé ✓"
+    assert clean(5) == "5" and clean("Ünïcödé ✓ עברית") == "Ünïcödé ✓ עברית"
+    # bidi overrides/isolates (Trojan Source) and Unicode line separators are shown too
+    assert clean("i-0abc\u202egnp.exe\u2066x\u2028") == "i-0abc\\u202egnp.exe\\u2066x\\u2028"
 
 
 HOSTILE = ["a\rkind: Secret\rstringData:\r  x: y", "---\nkind: Secret", "x\x85y\u2028z\u2029",
