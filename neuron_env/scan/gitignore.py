@@ -150,7 +150,7 @@ class Ignores:
 
     def extend(self, base: str, lines: list[str], warn: Warn | None = None) -> Ignores:
         """These patterns added; a bad one is skipped and told to `warn(line number, why)`."""
-        out = Ignores(list(self.patterns))
+        new: list[Pattern] = []
         for no, line in enumerate(lines, 1):
             try:
                 p = parse(base, line)
@@ -159,8 +159,8 @@ class Ignores:
                     warn(no, f"pattern {line.strip()!r} ignored: {e}")
                 continue
             if p is not None:
-                out.patterns.append(p)
-        return out
+                new.append(p)
+        return Ignores([*self.patterns, *_batched(new)])
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """rel: posix path relative to the repository top. The last matching pattern wins."""
@@ -179,6 +179,38 @@ class Ignores:
             if p.glob.match(sub):
                 verdict = not p.negate
         return verdict
+
+
+def _batched(patterns: list[Pattern]) -> list[Pattern]:
+    """Runs of consecutive patterns that `re` matches (and that agree on base, negation,
+    directory-only and basename matching) merged into one alternation: the verdict is the
+    same whichever of them matches, and a 50,000-line ignore file costs one C-level match
+    per path instead of 50,000 Python calls."""
+    out: list[Pattern] = []
+    run: list[Pattern] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            g = run[0].glob
+            rx = re.compile("|".join(f"(?:{p.glob.rx.pattern})" for p in run  # type: ignore
+                                     ), re.DOTALL)
+            out.append(Pattern(run[0].base, Glob((), g.basename, rx), run[0].negate,
+                               run[0].dir_only))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for p in patterns:
+        key = (p.base, p.negate, p.dir_only, p.glob.basename)
+        if p.glob.rx is None or (run and key != (run[0].base, run[0].negate, run[0].dir_only,
+                                                 run[0].glob.basename)):
+            flush()
+        if p.glob.rx is None:
+            out.append(p)
+        else:
+            run.append(p)
+    flush()
+    return out
 
 
 def parse(base: str, line: str) -> Pattern | None:

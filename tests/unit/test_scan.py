@@ -305,3 +305,24 @@ def test_gitignore_classes_and_bad_patterns():
     gitignore.Ignores().extend("", ["ok", "[z-a]", "[[:nope:]]"],
                                lambda n, why: warnings.append((n, why)))
     assert [n for n, _ in warnings] == [2, 3] and "reversed" in warnings[0][1]
+
+
+def test_batched_patterns_give_the_verdicts_of_one_by_one_matching():
+    """Runs of simple patterns are merged into one alternation: same verdicts as matching
+    each pattern in turn (the last match wins, negations included)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pats = st.lists(st.text("ab/*?!", min_size=1, max_size=5), min_size=1, max_size=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(pats, st.text("ab/", min_size=1, max_size=8), st.booleans())
+    def check(lines, path, is_dir):
+        merged = gitignore.Ignores().extend("", lines)
+        one = gitignore.Ignores()
+        for line in lines:  # one extend per line: nothing is merged
+            one = one.extend("", [line])
+        assert merged.ignored(path, is_dir) == one.ignored(path, is_dir), (lines, path)
+    check()
+    big = gitignore.Ignores().extend("", [f"*.x{i}" for i in range(20_000)])
+    assert len(big.patterns) == 1 and big.ignored("a/b.x19999", False)
