@@ -30,7 +30,7 @@ _POSIX: dict[str, Callable[[str], bool]] = {
           "print": str.isprintable, "graph": lambda c: c.isprintable() and c != " "}
 
 
-class BadPattern(ValueError):
+class _BadPattern(ValueError):
     """A pattern that cannot be compiled: str() says why."""
 
 
@@ -154,7 +154,7 @@ class Ignores:
         for no, line in enumerate(lines, 1):
             try:
                 p = parse(base, line)
-            except BadPattern as e:
+            except _BadPattern as e:
                 if warn is not None:
                     warn(no, f"pattern {line.strip()!r} ignored: {e}")
                 continue
@@ -235,7 +235,7 @@ def parse(base: str, line: str) -> Pattern | None:
 
 
 def compile_glob(pat: str) -> list[Token]:
-    """A gitignore glob as tokens (BadPattern for one that cannot mean anything)."""
+    """A gitignore glob as tokens (_BadPattern for one that cannot mean anything)."""
     out: list[Token] = []
     i, n = 0, len(pat)
     while i < n:
@@ -300,7 +300,7 @@ def _bracket(pat: str, i: int) -> tuple[Cls, int] | None:
             if end != -1:
                 name = pat[j + 2:end]
                 if name not in _POSIX:
-                    raise BadPattern(f"unknown character class [:{name}:]")
+                    raise _BadPattern(f"unknown character class [:{name}:]")
                 named.append(name)
                 j = end + 2
                 continue
@@ -313,7 +313,7 @@ def _bracket(pat: str, i: int) -> tuple[Cls, int] | None:
                 hi_at += 1
             hi = pat[hi_at]
             if hi < c:
-                raise BadPattern(f"range {c}-{hi} is reversed")
+                raise _BadPattern(f"range {c}-{hi} is reversed")
             ranges.append((c, hi))
             j = hi_at + 1
             continue
