@@ -64,9 +64,36 @@ def invocation(ssm, command_id: str, instance_id: str) -> dict[str, Any] | None:
         raise
 
 
-def s3_get(s3, bucket: str, key: str) -> bytes:
-    resp = _call(s3.get_object, f"s3://{bucket}/{key}", Bucket=bucket, Key=key)
-    return resp["Body"].read()
+MAX_OBJECT = 16 * 1024 * 1024  # as a local report file (fleet.sources.MAX_REPORT)
+CHUNK = 1 << 16
+
+
+def s3_get(s3, bucket: str, key: str, limit: int = MAX_OBJECT) -> bytes:
+    """An object's bytes, at most `limit`: a larger one (by its ContentLength, or by what the
+    stream actually delivers) is AwsError "too-large", read no further than limit + 1 bytes."""
+    where = f"s3://{bucket}/{key}"
+    resp = _call(s3.get_object, where, Bucket=bucket, Key=key)
+    body = resp["Body"]
+    try:
+        size = resp.get("ContentLength")
+        if isinstance(size, int) and size > limit:
+            raise AwsError(f"{where} is too large ({size} bytes, cap {limit}): skipped",
+                           "too-large")
+        chunks, got = [], 0
+        while got <= limit:
+            b = _call(body.read, where, amt=min(CHUNK, limit + 1 - got))
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        if got > limit:
+            raise AwsError(f"{where} is too large (over {limit} bytes, cap {limit}): skipped",
+                           "too-large")
+        return b"".join(chunks)
+    finally:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
 
 
 def s3_keys(s3, bucket: str, prefix: str) -> list[str]:

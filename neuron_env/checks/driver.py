@@ -57,7 +57,8 @@ def driver_module(facts, m, ctx) -> Result:
                           observed=observed, expected=pin)
         if not d.dpkg_present:
             return Result("driver.module", "driver", "skip",
-                          f"no dpkg status in {where}: the driver package cannot be checked")
+                          d.no_dpkg(f"no dpkg status in {where}: the driver package "
+                                    "cannot be checked"))
         return Result("driver.module", "driver", "fail",
                       f"aws-neuronx-dkms is not installed in {where}", observed=observed,
                       docs=docs, **apt_fix(facts, m))
@@ -96,7 +97,8 @@ def driver_packages(facts, m, ctx) -> Result:
         return Result("driver.packages", "driver", "skip", "the matrix lists no apt packages")
     if not d.dpkg_present:
         return Result("driver.packages", "driver", "skip",
-                      "no dpkg status (var/lib/dpkg/status): not a Debian/Ubuntu system")
+                      d.no_dpkg("no dpkg status (var/lib/dpkg/status): not a Debian/Ubuntu "
+                                "system"))
     why = _not_neuron_host(facts, m)
     if why and not d.packages:
         return Result("driver.packages", "driver", "skip", f"{why}: no Neuron packages expected")
@@ -263,7 +265,7 @@ def driver_versions(facts, m, ctx) -> Result:
     d = facts.driver
     if not d.dpkg_present:
         return Result("driver.versions", "driver", "skip",
-                      "no dpkg status: package versions cannot be compared")
+                      d.no_dpkg("no dpkg status: package versions cannot be compared"))
     if (r := _legacy_result(d, m)) is not None:
         return r
     present = {n: d.packages.get(n) for n in STACK}

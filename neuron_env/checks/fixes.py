@@ -83,7 +83,8 @@ def get_python(facts, m, ctx) -> tuple[str, str | None]:
     fit = fitting_pythons(facts, m)
     if fit:
         path, v = fit[0]
-        return (f"create a venv on Python {v} ({path}, found on this host)",
+        where = "in the image" if getattr(facts.root, "explicit", False) else "on this host"
+        return (f"create a venv on Python {v} ({path}, found {where})",
                 new_venv_cmd(ctx, path))
     want = wanted_minor(m)
     if getattr(facts, "uv", None):

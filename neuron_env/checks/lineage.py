@@ -95,7 +95,7 @@ def backend_collectives(facts, m, ctx) -> Result:
     name = "aws-neuronx-collectives"
     if not d.dpkg_present:
         return Result("backend.collectives", "backend", "skip",
-                      "no dpkg status: the collectives package cannot be checked")
+                      d.no_dpkg("no dpkg status: the collectives package cannot be checked"))
     why = _not_neuron_host(facts, m)
     have, want = d.packages.get(name), m.apt(name)
     pin = want.version if want and want.version else None

@@ -5,7 +5,6 @@ applying is pure."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
@@ -67,25 +66,60 @@ def from_flags(ids: list[str], reasons: list[str], untils: list[str]) -> list[Wa
     return out
 
 
+MAX_FILE = 1024 * 1024  # a waivers file is a few lines of TOML
+
+
+def _line_of(text: str, key: str) -> str:
+    """ " (line N)" of the first `key =` in a TOML text, for a located message."""
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith(key) and line.strip()[len(key):].lstrip().startswith("="):
+            return f" (line {n})"
+    return ""
+
+
 def from_file(path: str) -> list[Waiver]:
-    """A TOML file: `[[waiver]]` tables with id, reason and optional until."""
+    """A TOML file: `[[waiver]]` tables with id, reason and optional until. Read as untrusted
+    input: a regular file of at most 1 MiB (a FIFO or /dev/zero is refused, never read), any
+    shape error is a UsageError (exit 2) that says where."""
     from neuron_env.matrix.loader import toml  # the project's one TOML reader
+    from neuron_env.util.files import FileProblem, read_bounded
 
     try:
-        data = toml().loads(Path(path).read_text(encoding="utf-8"))
+        text = read_bounded(path, MAX_FILE).decode("utf-8")
+    except FileProblem as e:
+        raise UsageError(f"--waivers {path}: {e.why}",
+                         hint="give a TOML file of [[waiver]] tables") from None
     except OSError as e:
         raise UsageError(f"--waivers {path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--waivers {path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        data = toml().loads(text)
+    except RecursionError:
+        raise UsageError(f"--waivers {path}: not valid TOML: nested too deeply") from None
     except ValueError as e:
         raise UsageError(f"--waivers {path}: not valid TOML: {e}") from None
+    hint = '[[waiver]]\nid = "driver.packages"\nreason = "why"\nuntil = 2026-12-31'
+    tables = data.get("waiver")
+    if tables is None:
+        tables = []
+    if not isinstance(tables, list):
+        raise UsageError(f"--waivers {path}{_line_of(text, 'waiver')}: `waiver` is a "
+                         f"{type(tables).__name__}, not an array of [[waiver]] tables",
+                         hint=hint)
     out = []
-    for n, w in enumerate(data.get("waiver") or [], 1):
+    for n, w in enumerate(tables, 1):
         where = f"--waivers {path}: waiver #{n}"
-        if not isinstance(w, dict) or not w.get("id") or not str(w.get("reason", "")).strip():
-            raise UsageError(f"{where}: needs id and reason",
-                             hint='[[waiver]]\nid = "driver.packages"\nreason = "why"\n'
-                                  'until = 2026-12-31')
+        if not isinstance(w, dict) or not isinstance(w.get("id"), str) or not w["id"].strip() \
+                or not isinstance(w.get("reason"), str) or not w["reason"].strip():
+            raise UsageError(f"{where}: needs id and reason (strings)", hint=hint)
         until = w.get("until")
-        out.append(Waiver(str(w["id"]), str(w["reason"]).strip(),
+        if until is not None and not isinstance(until, dt.date | str):
+            raise UsageError(f"{where}: until is a {type(until).__name__}, not a date",
+                             hint="until = 2026-12-31")
+        if isinstance(until, dt.datetime):
+            until = until.date()
+        out.append(Waiver(w["id"].strip(), w["reason"].strip(),
                           until if isinstance(until, dt.date) else _date(until, where),
                           source=str(path)))
     return out

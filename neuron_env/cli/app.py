@@ -144,6 +144,7 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
     """Report an error the way the chosen format speaks (and into every --report), exit."""
     from neuron_env.report.render import render_error, write_error_reports
     from neuron_env.util import redact
+    from neuron_env.util.text import clean
 
     if isinstance(err, NeuronEnvError):
         code, payload, text = err.exit_code, err.to_dict(), err.render()
@@ -159,10 +160,10 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
         write_error_reports(reports, schema, code, payload)
     if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
         line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
-        sys.stdout.write(redact.text(line)[:120] + "\n")
+        sys.stdout.write(clean(redact.text(line), one_line=True)[:120] + "\n")
     elif fmt != "text":
         sys.stdout.write(render_error(schema, code, payload, fmt))
-    sys.stderr.write(redact.text(f"neuron-env: {text}\n"))
+    sys.stderr.write(clean(redact.text(f"neuron-env: {text}\n")))
     raise typer.Exit(code)
 
 

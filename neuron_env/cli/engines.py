@@ -11,9 +11,10 @@ def _args(value: str) -> list[str]:
     import shlex
 
     from neuron_env.errors import UsageError
+    from neuron_env.fleet.k8s import plain
 
     try:
-        return shlex.split(value or "")
+        return shlex.split(plain("--doctor-args", value or ""))
     except ValueError as e:
         raise UsageError(f"--doctor-args {value!r}: {e}") from None
 

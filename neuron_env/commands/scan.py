@@ -60,38 +60,63 @@ def run(paths: list[str], *, matrix: str | None = None, select: list[str] = (),
         extra["fixes"] = {"applied": 0, "files": [], "refused": []}
     body = document.body(rs, enabled, list(paths), results, skipped, settings, **extra)
     view = {"sarif": views.sarif}.get(fmt) or (views.diff if mode == "diff" else views.text)
-    return Document(body, view)
+    # a diff is for `patch`: a CRLF file's CR and a form feed stay as they are
+    return Document(body, view, raw_ok="\r\x0c" if view is views.diff else "")
 
 
 def apply_fixes(changed: list[dict]) -> dict[str, Any]:
-    """Write each rewritten file atomically (same encoding, same mode); a file that changed
-    since it was read is left alone."""
+    """Write each rewritten file atomically, in place of the REAL file (through a symlink the
+    target is fixed and the link kept), with its owner, group and mode; a file that changed
+    since it was read, or whose owner cannot be kept, is left alone and said so."""
     from neuron_env.scan import source
+    from neuron_env.util.files import read_bounded
 
     applied, files, refused = 0, [], []
     for r in changed:
         try:
-            with open(r["abs"], "rb") as f:
-                now = source.decode(f.read()).text
+            real = os.path.realpath(r["abs"])
+            now = source.decode(read_bounded(real, walk.MAX_BYTES)).text
             if now != r["old_text"]:
                 refused.append({"path": r["path"], "reason": "changed during the scan"})
                 continue
-            _write_atomic(r["abs"], source.encode(r["new_text"], r["encoding"]))
+            _write_atomic(real, source.encode(r["new_text"], r["encoding"]))
         except (OSError, UnicodeError) as e:
-            refused.append({"path": r["path"], "reason": str(e)})
+            refused.append({"path": r["path"], "reason": getattr(e, "why", None) or str(e)})
             continue
         applied += r["edits"]
         files.append(r["path"])
     return {"applied": applied, "files": files, "refused": refused}
 
 
+class _Keep(OSError):
+    """The rewrite would lose something of the file (its owner, its other hard links)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 def _write_atomic(path: str, data: bytes) -> None:
-    mode = stat.S_IMODE(os.stat(path).st_mode)
+    """path (a real file, no symlink) replaced by data: a random exclusive temporary file in
+    its directory, given the file's owner, group and mode, then renamed over it."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Keep("not a regular file")
+    if st.st_nlink > 1:
+        raise _Keep(f"has {st.st_nlink} hard links: a rewrite would split them; not rewritten")
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".neuron-env-fix.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, mode)
+            f.flush()
+            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                except PermissionError:
+                    raise _Keep(f"owned by uid {st.st_uid} gid {st.st_gid}: its owner cannot "
+                                "be kept by this user; not rewritten") from None
+            os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))  # after chown (it clears setuid)
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -43,9 +43,18 @@ def instance(e: Entry) -> dict[str, Any]:
         rec.update(verdict=v, exit_code=e.exit_code,
                    reason=V.one_line(e.unreadable or "no report", 200))
     else:
-        rec.update(verdict=V.verdict(e.doc), exit_code=e.doc.get("exit_code"),
-                   reason=V.reason(e.doc), failing=V.problems(e.doc), versions=V.versions(e.doc),
-                   instance_type=((e.doc.get("target") or {}).get("instance") or {}).get("type"))
+        try:
+            itype = ((e.doc.get("target") or {}).get("instance") or {}).get("type")
+            rec.update(verdict=V.verdict(e.doc), exit_code=e.doc.get("exit_code"),
+                       reason=V.reason(e.doc), failing=V.problems(e.doc),
+                       versions=V.versions(e.doc),
+                       instance_type=None if itype is None else str(itype))
+        except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as err:
+            # one report the shape check let through and still cannot be read: that
+            # instance is unreadable, the rest of the fleet is still aggregated
+            rec.update(verdict="unreadable", exit_code=None, failing=[], versions=None,
+                       instance_type=None, reason=V.one_line(
+                           f"not a doctor report: {type(err).__name__}: {err}", 200))
     return rec
 
 

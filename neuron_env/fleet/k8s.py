@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import unicodedata
 from typing import Any
 
 from neuron_env.errors import UsageError
@@ -82,6 +83,9 @@ def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
                          hint="e.g. /opt/neuron-env/bin/neuron-env")
     if interval < 10 or not 5 <= timeout <= interval:
         raise UsageError("--interval must be >= 10 s and --timeout 5..interval s")
+    for flag, v in (("--namespace", namespace), ("--image", image), ("--neuron-env", neuron_env),
+                    *(("--doctor-args", a) for a in doctor_args or [])):
+        plain(flag, v)
     args = "".join(" " + shlex.quote(a) for a in doctor_args or [])
     script = fill("npd-check.sh", {"NEURON_ENV": shlex.quote(neuron_env), "DOCTOR_ARGS": args})
     labels = {"app.kubernetes.io/name": NAME}
@@ -97,12 +101,48 @@ def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
     return [*_rbac(namespace), config, ds]
 
 
+def plain(flag: str, v: str) -> str:
+    """A value that goes into a manifest and a script line: no control character (a CR or a
+    newline would end a line of the script and of a YAML block), as `userdata` refuses them."""
+    if any(unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in v):
+        raise UsageError(f"{flag} {v!r} contains a control character (CR, newline, tab, ...)",
+                         hint="pass values on one line, without control characters")
+    return v
+
+
 def to_yaml(docs: list[dict[str, Any]]) -> str:
     return "".join("---\n" + "\n".join(_lines(d, 0)) + "\n" for d in docs)
 
 
+# what YAML takes for a line break (besides LF) or cannot hold raw in a block scalar
+_YAML_BREAKS = ("\r", "\x85", "\u2028", "\u2029", "\ufeff")
+
+
 def _scalar(v: Any) -> str:
-    return json.dumps(v)  # JSON scalars are YAML scalars
+    """A YAML scalar: JSON for numbers, booleans and null; strings double-quoted with every
+    character that is not plainly printable escaped (\\xNN, \\uNNNN, \\UNNNNNNNN), so no
+    input can end the scalar, the line or the document."""
+    if not isinstance(v, str):
+        return json.dumps(v)
+    out = []
+    for c in v:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif c.isprintable() and c not in _YAML_BREAKS and c != "\x7f":
+            out.append(c)
+        else:
+            o = ord(c)
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000
+                       else f"\\U{o:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _block_ok(x: str) -> bool:
+    """x round-trips as a `|` block scalar: one final newline (clip), every line printable,
+    no leading blank on the first line (it would set the indentation)."""
+    return (x.endswith("\n") and not x.endswith("\n\n") and x[:1] not in (" ", "\n", "\t")
+            and all(ln.isprintable() and not any(b in ln for b in _YAML_BREAKS)
+                    for ln in x[:-1].split("\n")))
 
 
 def _lines(v: Any, ind: int) -> list[str]:
@@ -110,7 +150,7 @@ def _lines(v: Any, ind: int) -> list[str]:
     out: list[str] = []
     if isinstance(v, dict):
         for k, x in v.items():
-            if isinstance(x, str) and "\n" in x:
+            if isinstance(x, str) and "\n" in x and _block_ok(x):
                 out.append(f"{pad}{k}: |")
                 out += [f"{pad}  {line}" if line else "" for line in x.rstrip("\n").split("\n")]
             elif isinstance(x, dict | list) and x:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from neuron_env.errors import ConfigurationError
 from neuron_env.fleet.aggregate import Entry
@@ -25,15 +26,46 @@ def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
     """One report's bytes -> an Entry named by its instance id (else `name`)."""
     try:
         doc = json.loads(raw)
+    except RecursionError:
+        return Entry(name, source, unreadable="not a doctor report: JSON nested too deeply",
+                     **kw)
     except (ValueError, UnicodeDecodeError) as e:
         return Entry(name, source, unreadable=f"not JSON ({e})", **kw)
     if not isinstance(doc, dict) or doc.get("schema") != DOCTOR:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         return Entry(name, source, unreadable=f"not a doctor report (schema {schema!r}); "
                      "make it with `neuron-env doctor --format json`", **kw)
+    bad = shape_problem(doc)
+    if bad:
+        return Entry(name, source, unreadable=f"not a doctor report: {bad}", **kw)
     # the SSM agent's key names the instance it ran on; elsewhere the report's own id wins
     own = None if SSM_KEY.search(source) else instance_id(doc)
-    return Entry(own or name, source, doc=doc, **kw)
+    return Entry(own if isinstance(own, str) and own else name, source, doc=doc, **kw)
+
+
+_OBJECTS = (("summary",), ("target",), ("target", "instance"), ("target", "packages"),
+            ("target", "driver"), ("target", "driver", "apt_packages"), ("error",))
+
+
+def shape_problem(doc: dict[str, Any]) -> str | None:
+    """What makes a document that says it is a doctor report unusable (the parts fleet
+    reads have the wrong type), else None. Checked before anything reads it."""
+    if not isinstance(doc.get("exit_code"), int | None) or isinstance(doc.get("exit_code"),
+                                                                       bool):
+        return f"exit_code is {type(doc.get('exit_code')).__name__}, not an integer"
+    for path in _OBJECTS:
+        v: object = doc
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        if v is not None and not isinstance(v, dict):
+            return f"{'.'.join(path)} is {type(v).__name__}, not an object"
+    results = doc.get("results")
+    if results is not None and not isinstance(results, list):
+        return f"results is {type(results).__name__}, not a list"
+    for i, r in enumerate(results or []):
+        if not isinstance(r, dict):
+            return f"results[{i}] is {type(r).__name__}, not an object"
+    return None
 
 
 def _files(arg: str) -> list[Path]:
@@ -103,9 +135,23 @@ def from_s3(uri: str, region: str | None) -> list[Entry]:
                 if k.endswith(".json") or SSM_KEY.search(k)]
         if not keys:
             raise ConfigurationError(f"{uri}: no reports (*.json or SSM stdout objects)")
-        return [parse(ssm_fleet.s3_get(s3, bucket, k), _name(Path(k)), f"s3://{bucket}/{k}")
-                for k in keys]
+        return [_s3_entry(s3, bucket, k) for k in keys]
     except AwsError as e:
         raise ConfigurationError(f"{uri}: {e.message}",
                                  hint="check the bucket, region and s3:ListBucket/"
                                  "s3:GetObject permissions") from None
+
+
+def _s3_entry(s3: Any, bucket: str, key: str) -> Entry:
+    """One object: a report, or "unreadable" with the reason (too large, gone, denied)."""
+    from neuron_env.aws import ssm_fleet
+    from neuron_env.aws.client import AwsError
+
+    src = f"s3://{bucket}/{key}"
+    try:
+        raw = ssm_fleet.s3_get(s3, bucket, key, MAX_REPORT)
+    except AwsError as e:
+        if e.code in ("no-credentials",):
+            raise
+        return Entry(_name(Path(key)), src, unreadable=e.message)
+    return parse(raw, _name(Path(key)), src)

@@ -53,7 +53,11 @@ def reason(doc: dict[str, Any]) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
+    """text on one line (whitespace runs as one blank), sanitised (util.text.clean: a node's
+    ESC or CR never reaches a terminal, Slurm or NPD raw), THEN cut to `limit`."""
+    from neuron_env.util.text import clean
+
+    text = clean(" ".join(str(text).split()), one_line=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -68,7 +72,8 @@ def versions(doc: dict[str, Any]) -> dict[str, str | None]:
         out[comp] = next((pkgs[k] for k in keys if pkgs.get(k)), None)
     out["driver"] = driver.get("module_version") or apt.get("aws-neuronx-dkms")
     out["runtime"] = next((apt[k] for k in _RUNTIME_PKGS if apt.get(k)), None)
-    return out
+    # a report is someone else's text: a version is a string (a list would break the counts)
+    return {k: None if v is None else str(v) for k, v in out.items()}
 
 
 def instance_id(doc: dict[str, Any]) -> str | None:

@@ -80,7 +80,11 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     # under --root the image's own PATH counts, and this process's environment says nothing
     # about the image's container-ness
     path = image_path(root) if root.explicit else env.get("PATH", "")
-    from neuron_env.probes.pythons import find_pythons, find_uv
+    from neuron_env.probes.pythons import find_pythons, find_pythons_in, find_uv, find_uv_in
+
+    # under --root the fix lines name the image's interpreters, never the real host's
+    pythons = find_pythons_in(root, path) if root.explicit else find_pythons()
+    uv = find_uv_in(root, path) if root.explicit else find_uv()
 
     tgt = _finish(target)
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
@@ -90,7 +94,7 @@ def gather(root: Root, python: str | None, instance_type: str | None,
                      efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
                      tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
                      holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
-                     pythons=find_pythons(), uv=find_uv())
+                     pythons=pythons, uv=uv)
 
 
 def start_target(python: str | None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
@@ -167,6 +168,11 @@ class DriverFacts:
     packages: dict[str, str] = factory(dict)  # installed Neuron apt packages
     dpkg_present: bool = False
     sysfs_present: bool = True  # False for a mounted image: no live /sys to read
+    dpkg_problem: str | None = None  # a dpkg status there but not read (too large, a FIFO)
+
+    def no_dpkg(self, default: str) -> str:
+        """Why there are no package facts: the status file's problem, else `default`."""
+        return self.dpkg_problem or default
 
 
 def _stanza_fields(stanza: str) -> dict[str, str]:
@@ -233,10 +239,26 @@ def probe_driver(root: Root) -> DriverFacts:
                                   rd("info/architecture/instance_type")))
     # names, versions and Status are ASCII: latin-1 reads them alike and decodes the whole
     # file (0.5-3 MB of package descriptions) about 3x faster than utf-8
-    status = root.read("var/lib/dpkg/status", limit=64 << 20, encoding="latin-1")
+    status, problem = root.read_checked(DPKG_STATUS, limit=DPKG_MAX, encoding="latin-1")
     return DriverFacts(
         module_version=version.strip() or None if version is not None else None,
         device_nodes=tuple(nodes), sysfs_devices=tuple(devices),
         packages=parse_dpkg_status(status) if status else {}, dpkg_present=status is not None,
         sysfs_present=root.file("sys/module").is_dir(),
+        dpkg_problem=_dpkg_problem(root, problem) if problem else None,
     )
+
+
+DPKG_STATUS = "var/lib/dpkg/status"
+DPKG_MAX = 64 << 20  # a big host's status is 2-5 MB
+
+
+def _dpkg_problem(root: Root, problem: str) -> str:
+    """A dpkg status that is there but was not read, said as such (not "no dpkg")."""
+    try:
+        st = root.file(DPKG_STATUS).stat()
+    except OSError:
+        return f"{DPKG_STATUS}: {problem}: skipped"
+    if stat.S_ISREG(st.st_mode) and st.st_size > DPKG_MAX:
+        return f"{DPKG_STATUS} is too large ({st.st_size} bytes, cap {DPKG_MAX}): skipped"
+    return f"{problem}: skipped"

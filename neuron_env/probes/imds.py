@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from neuron_env.util.names import INSTANCE_TYPE
 from neuron_env.util.record import record
+
+if TYPE_CHECKING:
+    import socket
+    import threading
 
 DEFAULT_ENDPOINT = "http://169.254.169.254/"
 ENDPOINT_ENV = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
@@ -49,19 +54,46 @@ def _request(url: str, method: str, path: str, headers: dict, deadline: float):
         raise _Fail("timed out")
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = cls(parts.hostname, parts.port, timeout=left)
+    cut = None
     try:
         base = parts.path.rstrip("/")
+        conn.connect()
+        # a socket timeout bounds each recv, not the exchange: an endpoint that trickles one
+        # byte every 0.3 s would never trip it. At the deadline the socket is shut down, which
+        # ends whatever read is under way.
+        cut = _cut_at(deadline, conn.sock)
         conn.request(method, base + path, headers=headers)
         conn.sock.settimeout(max(0.01, deadline - time.monotonic()))
         resp = conn.getresponse()
         body = resp.read(MAX_BODY + 1)
+        if time.monotonic() >= deadline:
+            raise _Fail("timed out")
         return resp.status, body
     except TimeoutError:
         raise _Fail("timed out") from None
     except (OSError, http.client.HTTPException) as e:
+        if time.monotonic() >= deadline:
+            raise _Fail("timed out") from None
         raise _Fail(f"{type(e).__name__}: {e}") from None
     finally:
+        if cut is not None:
+            cut.cancel()
         conn.close()
+
+
+def _cut_at(deadline: float, sock: socket.socket) -> threading.Timer:
+    """A timer that shuts `sock` down at `deadline` (the whole exchange's budget)."""
+    import contextlib
+    import socket
+    import threading
+
+    def cut() -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    t = threading.Timer(max(0.0, deadline - time.monotonic()), cut)
+    t.daemon = True
+    t.start()
+    return t
 
 
 def query(path: str, budget: float = 1.0, check=_TYPE) -> IMDSAnswer:

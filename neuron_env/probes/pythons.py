@@ -8,6 +8,10 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from neuron_env.probes.host import Root
 
 NAME = re.compile(r"^python(3\.\d+)$")
 
@@ -54,3 +58,34 @@ def find_pythons(env: dict[str, str] | None = None,
 def find_uv(env: dict[str, str] | None = None) -> str | None:
     env = dict(os.environ) if env is None else env
     return shutil.which("uv", path=env.get("PATH"))
+
+
+def find_pythons_in(root: Root, path: str) -> tuple[tuple[str, str], ...]:
+    """Under --root: the image's interpreters (its PATH, /usr/bin, /usr/local/bin), named as
+    the image sees them (`/usr/bin/python3.12`); every symlink resolves inside the root and
+    nothing of the real host (its PATH, pyenv, uv) is read."""
+    seen: dict[str, str] = {}
+    for d in [*(p for p in path.split(":") if p.startswith("/")), "/usr/bin", "/usr/local/bin"]:
+        d = d.rstrip("/") or "/"
+        try:
+            names = os.listdir(root.file(d.lstrip("/")))
+        except OSError:
+            continue
+        for n in sorted(n for n in names if n.startswith("python3.")):
+            m = NAME.match(n)
+            if not m or m.group(1) in seen:
+                continue
+            real = root.file(f"{d.lstrip('/')}/{n}")
+            with contextlib.suppress(OSError):
+                if real.is_file() and os.access(real, os.X_OK):
+                    seen[m.group(1)] = f"{d}/{n}"
+    return tuple((p, v) for v, p in seen.items())
+
+
+def find_uv_in(root: Root, path: str) -> str | None:
+    for d in (p for p in path.split(":") if p.startswith("/")):
+        real = root.file(f"{d.strip('/')}/uv")
+        with contextlib.suppress(OSError):
+            if real.is_file() and os.access(real, os.X_OK):
+                return f"{d.rstrip('/')}/uv"
+    return None

@@ -9,12 +9,15 @@ import time
 
 from neuron_env.fleet.verdict import COMPONENTS, verdict, versions
 from neuron_env.report.model import STATUSES, Report
+from neuron_env.util.text import clean
 
 VERDICTS = ("pass", "warn", "fail", "error", "timeout")
 
 
 def _esc(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value per the exposition format: control characters (newline too) made visible
+    by the one sanitiser first, then backslash and quote escaped (no newline is left)."""
+    return clean(value, one_line=True).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _labels(**kw: object) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
+from neuron_env.util.text import clean
 
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
@@ -19,8 +20,16 @@ FORMATS = ("text", "json", *RENDERERS)
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
            colour: bool = False) -> str:
-    """The one renderer entry point; every output is masked for credentials on the way out."""
-    return redact.text(_render(out, fmt, verbose, colour))
+    """The one renderer entry point; every output is masked for credentials, then sanitised
+    (util.text.clean: no control character, lone surrogate or XML-forbidden character leaves
+    the process raw; JSON escapes them itself) on the way out."""
+    raw_ok = out.raw_ok if isinstance(out, Document) and fmt == "text" else ""
+    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok)
+
+
+def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "") -> str:
+    return text if fmt == "json" else clean(text, keep_sgr=colour and fmt == "text",
+                                            raw_ok=raw_ok)
 
 
 def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:
@@ -58,15 +67,15 @@ def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
 
         mod = importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}")
         if hasattr(mod, "render_error"):
-            return redact.text(mod.render_error(doc))
-    if fmt in ("nhc", "npd"):  # engines read one line
-        return redact.text(" ".join(f"ERROR: neuron-env: {error.get('message')}".split())
-                           [:120]) + "\n"
+            return _out(redact.text(mod.render_error(doc)), fmt)
+    if fmt in ("nhc", "npd"):  # engines read one line: mask, sanitise, then cut
+        return clean(redact.text(" ".join(f"ERROR: neuron-env: {error.get('message')}".split())),
+                     one_line=True)[:120] + "\n"
     hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
     text = f"error ({error.get('code')}): {error.get('message')}{hint}\n"
     if fmt == "prometheus":  # comments only: the textfile collector still parses it
         text = "".join(f"# {ln}\n" for ln in text.splitlines())
-    return redact.text(text)
+    return _out(redact.text(text), fmt)
 
 
 def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: int,

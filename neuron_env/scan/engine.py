@@ -11,6 +11,7 @@ from pathlib import Path
 
 from neuron_env.scan import fixes, pyscan, ruleset, shscan, source
 from neuron_env.scan.walk import MAX_BYTES, Task
+from neuron_env.util.files import FileProblem, read_head
 
 _STATE: dict = {}
 UTF_BOMS = tuple(b for b, _ in source.BOMS)
@@ -25,9 +26,11 @@ def scan_task(task: Task) -> dict:
     out = {"path": task.rel, "abs": task.path, "kind": task.kind, "lines": 0, "hits": [],
            "skipped": None, "new_text": None, "old_text": None, "encoding": None,
            "edits": 0}
-    try:
-        with open(task.path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+    try:  # regular files only (a FIFO swapped in since the walk never blocks), capped
+        data = read_head(task.path, MAX_BYTES + 1)
+    except FileProblem as e:
+        out["skipped"] = e.why
+        return out
     except OSError as e:
         out["skipped"] = f"unreadable: {e.strerror}"
         return out
@@ -71,6 +74,7 @@ def _python(task: Task, dec: source.Decoded, out: dict) -> list[tuple]:
     if not raw:
         return []
     lines = fixes.Lines(dec.text)
+    fixes.note_fstrings(tree, lines)
     want_fix = _STATE["want_fix"] and not dec.lossy
     hits, edits = [], []
     for rid, node in raw:

@@ -17,6 +17,7 @@ class Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.fstrings: list[tuple[int, int, str]] = []  # (start, end, its quote) of f-strings
         self.starts = [0]
         for m in re.finditer(r"\r\n|\r|\n", text):
             self.starts.append(m.end())
@@ -57,11 +58,33 @@ def _string(rule: Rule, node: ast.AST, lines: Lines):
     return a, b, f"{m.group('p')}{m.group('q')}{new}{m.group('q')}", False
 
 
-def _device_call(rule: Rule, node: ast.AST, lines: Lines):
+FSTRING = re.compile(r"""^[rRbBuUfF]*('{3}|"{3}|'|")""")
+
+
+def note_fstrings(tree: ast.AST, lines: Lines) -> None:
+    """Record where the f-strings are and which quote each uses: before Python 3.12 (PEP 701)
+    an expression inside an f-string cannot use its quote, so a fix there picks another."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.JoinedStr) and getattr(n, "end_lineno", None):
+            a, b = lines.span(n)
+            m = FSTRING.match(lines.text[a:b])
+            if m:
+                lines.fstrings.append((a, b, m.group(1)[0]))
+
+
+def quote_for(lines: Lines, a: int, b: int) -> str | None:
+    """A quote a string literal at [a, b) may use on every supported Python (3.10+): one no
+    enclosing f-string uses; None when both are taken."""
+    used = {q for x, y, q in lines.fstrings if x < a and b < y}
+    return next((q for q in ('"', "'") if q not in used), None)
+
+
+def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str, bool] | None:
     if not isinstance(node, ast.Call) or node.args or node.keywords:
         return None
     a, b = lines.span(node)
-    return a, b, 'torch.device("neuron")', True
+    q = quote_for(lines, a, b)
+    return None if q is None else (a, b, f"torch.device({q}neuron{q})", True)
 
 
 def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines):

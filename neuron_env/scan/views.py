@@ -95,8 +95,15 @@ def _rule(r: dict[str, Any]) -> dict[str, Any]:
             "properties": {"tags": ["neuron", r["id"].split(".")[0]]}}
 
 
+def uri_of(path: str) -> str:
+    """A relative or file:// URI for a path whose bytes may not be UTF-8 (a name decoded with
+    surrogateescape): the original bytes, percent-encoded (RFC 3986)."""
+    raw = quote(path.encode("utf-8", "surrogateescape"))
+    return raw if not path.startswith("/") else "file://" + raw
+
+
 def _location(path: str, f: dict[str, Any] | None) -> dict[str, Any]:
-    uri = quote(path) if not path.startswith("/") else "file://" + quote(path)
+    uri = uri_of(path)
     loc: dict[str, Any] = {"artifactLocation": {"uri": uri}}
     if not path.startswith("/"):
         loc["artifactLocation"]["uriBaseId"] = "%SRCROOT%"

@@ -5,11 +5,13 @@ of the tree and none into a directory. I/O only; classification by name is pure.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.errors import UsageError
 from neuron_env.scan import gitignore
+from neuron_env.util.files import read_head
 
 MAX_BYTES = 4 * 1024 * 1024
 QUIET_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".ruff_cache",
@@ -40,9 +42,8 @@ def kind_of(name: str) -> str | None:
 
 def sniff(path: str) -> str | None:
     """An extensionless script: its shebang decides."""
-    try:
-        with open(path, "rb") as f:
-            head = f.readline(128)
+    try:  # a FIFO or a device is never opened for reading
+        head = read_head(path, 128).split(b"\n", 1)[0] + b"\n"
     except OSError:
         return None
     if not head.startswith(b"#!"):
@@ -99,69 +100,124 @@ class Walker:
                                kind, pkg))
 
     def package(self, d: str) -> str:
-        got = self._pkg.get(d)
-        if got is None:
-            if os.path.isfile(os.path.join(d, "__init__.py")):
-                parent = self.package(os.path.dirname(d)) if os.path.dirname(d) != d else ""
-                name = os.path.basename(d)
-                got = f"{parent}.{name}" if parent else name
-            else:
-                got = ""
-            self._pkg[d] = got
-        return got
+        """The dotted package of directory d (iteratively: a 700-level tree of packages)."""
+        chain: list[str] = []
+        while d not in self._pkg:
+            chain.append(d)
+            parent = os.path.dirname(d)
+            if parent == d or not os.path.isfile(os.path.join(d, "__init__.py")):
+                break
+            d = parent
+        for x in reversed(chain):
+            if not os.path.isfile(os.path.join(x, "__init__.py")):
+                self._pkg[x] = ""
+                continue
+            parent = os.path.dirname(x)
+            up = self._pkg.get(parent, "") if parent != x else ""
+            self._pkg[x] = f"{up}.{os.path.basename(x)}" if up else os.path.basename(x)
+        return self._pkg[chain[0]] if chain else self._pkg[d]
+
+    def ignores(self, ign: gitignore.Ignores, d: Path, top: Path,
+                path: Path) -> gitignore.Ignores:
+        """ign with the patterns of the ignore file `path` (for directory d) added; an
+        unreadable file or a bad pattern is a note naming the file (and line)."""
+        lines, why = gitignore.read(path)
+        if why:
+            self.skip(str(path), why)
+
+        def warn(no: int, msg: str) -> None:
+            self.skip(f"{display(str(path), self.cwd)}:{no}", msg)
+        return ign.extend(_rel(d, top), lines, warn) if lines else ign
 
     def root(self, given: str) -> None:
         if not os.path.lexists(given):
             raise UsageError(f"{given}: no such file or directory",
                              hint="give files or directories to scan, e.g. neuron-env scan .")
-        if os.path.isfile(given):
+        try:
+            is_file, is_dir = os.path.isfile(given), os.path.isdir(given)
+        except OSError:  # pragma: no cover - isfile/isdir swallow OSError
+            is_file = is_dir = False
+        if is_file:
             self.add(given, kind_of(os.path.basename(given)), explicit=True)
             return
-        if not os.path.isdir(given):
-            self.skip(given, "not a regular file or directory")
+        if not is_dir:
+            self.skip(given, "not a regular file or directory (or it cannot be stat'ed)")
             return
         root = Path(given).resolve()
         top = repo_top(root) or root
-        ign = gitignore.Ignores().extend("", gitignore.read(top / ".git" / "info" / "exclude"))
+        ign = self.ignores(gitignore.Ignores(), top, top, top / ".git" / "info" / "exclude")
         for d in reversed([p for p in (root.parent, *root.parent.parents)
                            if p == top or top in p.parents]):
-            ign = ign.extend(_rel(d, top), gitignore.read(d / ".gitignore"))
+            ign = self.ignores(ign, d, top, d / ".gitignore")
         self.tree(root, top, ign, str(root))
 
-    def tree(self, d: Path, top: Path, ign: gitignore.Ignores, inside: str) -> None:
-        ign = ign.extend(_rel(d, top), gitignore.read(d / ".gitignore"))
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as e:
-            self.skip(str(d), f"unreadable: {e.strerror}")
-            return
-        for e in entries:
-            self.entry(e, top, ign, inside)
+    def tree(self, start: Path, top: Path, ign: gitignore.Ignores, inside: str) -> None:
+        """Depth first in name order, with an explicit stack (no recursion: any depth)."""
+        stack: list[tuple[Iterator[os.DirEntry[str]], gitignore.Ignores]] = []
+        pending: list[Path] = [start]
+        while pending or stack:
+            if pending:
+                d = pending.pop()
+                here = self.ignores(ign if not stack else stack[-1][1], d, top,
+                                    d / ".gitignore")
+                try:
+                    with os.scandir(d) as it:
+                        entries = sorted(it, key=lambda e: e.name)
+                except OSError as err:
+                    self.skip(str(d), f"unreadable: {err.strerror}")
+                    continue
+                stack.append((iter(entries), here))
+                continue
+            it_, here = stack[-1]
+            entry = next(it_, None)
+            if entry is None:
+                stack.pop()
+                continue
+            sub = self.entry(entry, top, here, inside)
+            if sub is not None:
+                pending.append(sub)
 
-    def entry(self, e: os.DirEntry, top: Path, ign: gitignore.Ignores, inside: str) -> None:
+    def entry(self, e: os.DirEntry[str], top: Path, ign: gitignore.Ignores,
+              inside: str) -> Path | None:
+        """Handle one directory entry; a directory to descend into is returned."""
         rel = _rel(Path(e.path), top)
-        is_link = e.is_symlink()
-        is_dir = os.path.isdir(e.path) if is_link else e.is_dir(follow_symlinks=False)
+        try:
+            is_link = e.is_symlink()
+            is_dir = os.path.isdir(e.path) if is_link else e.is_dir(follow_symlinks=False)
+            if is_link:
+                os.stat(e.path)  # a dangling link or a loop: say so below
+        except OSError as err:
+            if ign.ignored(rel, False):
+                return None
+            if kind_of(e.name) or is_link:
+                self.skip(e.path, f"cannot be stat'ed: {err.strerror or err} (skipped)")
+            return None
         if ign.ignored(rel, is_dir):
-            return
+            return None
         if is_dir:
             if is_link:
                 self.skip(e.path, "symlink to a directory (not followed)")
             elif e.name in QUIET_DIRS:
-                return
+                return None
             elif e.name == "site-packages" or os.path.exists(os.path.join(e.path, "pyvenv.cfg")):
                 self.skip(e.path, "virtual environment / installed packages")
             else:
-                self.tree(Path(e.path), top, ign, inside)
-            return
+                return Path(e.path)
+            return None
         if is_link:
             real = os.path.realpath(e.path)
             if not (real == inside or real.startswith(inside + os.sep)):
                 if kind_of(e.name):
                     self.skip(e.path, "symlink out of the scanned tree (not followed)")
-                return
-        if e.is_file() or is_link:
+                return None
+        try:
+            regular = e.is_file()
+        except OSError as err:
+            self.skip(e.path, f"cannot be stat'ed: {err.strerror or err} (skipped)")
+            return None
+        if regular:
             self.add(e.path, kind_of(e.name) or (None if "." in e.name else "sniff"))
+        return None
 
 
 def _rel(p: Path, top: Path) -> str:

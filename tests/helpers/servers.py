@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class IMDS:
-    """IMDSv2 on 127.0.0.1. mode: ok, v1only (401 on token), 404, garbage, huge, hang, slow."""
+    """IMDSv2 on 127.0.0.1. mode: ok, v1only (401 on token), 404, garbage, huge, hang, slow,
+    trickle (every answer, the token's too, one byte every 0.3 s: no single recv times out)."""
 
     def __init__(self, mode: str = "ok", instance_type: str = "trn2.48xlarge",
                  delay: float = 0.0, instance_id: str = "i-0123456789abcdef0") -> None:
@@ -33,12 +34,25 @@ class IMDS:
             def _hang(self) -> None:
                 outer._stop.wait(10)
 
+            def _trickle(self, body: bytes) -> None:
+                raw = (f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+                for i in range(len(raw)):
+                    if outer._stop.wait(0.3):
+                        return
+                    try:
+                        self.wfile.write(raw[i:i + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up: what a deadline does
+                        return
+
             def do_PUT(self):
                 outer.requests.append(("PUT", self.path, dict(self.headers)))
                 if outer.mode == "hang":
                     return self._hang()
                 if outer.mode == "v1only":
                     return self._send(401, b"")
+                if outer.mode == "trickle":
+                    return self._trickle(b"AQAEAtoken==")
                 if self.path != "/latest/api/token" or \
                         "X-aws-ec2-metadata-token-ttl-seconds" not in self.headers:
                     return self._send(400, b"")
@@ -51,6 +65,8 @@ class IMDS:
                 if outer.mode != "v1only" and \
                         self.headers.get("X-aws-ec2-metadata-token") != "AQAEAtoken==":
                     return self._send(401, b"")
+                if outer.mode == "trickle":
+                    return self._trickle(outer.instance_type.encode())
                 if outer.mode == "404":
                     return self._send(404, b"<html>404 - Not Found</html>")
                 if outer.mode == "garbage":

@@ -35,7 +35,8 @@ def test_terminal_text_escapes_controls_but_keeps_its_own_colours():
         assert "\x1b[2J" not in out and "\\x1b]0;owned" in out
         assert ("\x1b[31m" in out) is colour  # neuron-env's own marks, only when colouring
     assert escape_controls("a\tb\nc\x00") == "a\tb\nc\\x00"
-    assert xml_safe("ok\t\n\r\x1b") == "ok\t\n\r\\x1b"
+    # CR too: it rewrites a terminal line and YAML/Slurm/engines read it as a line break
+    assert xml_safe("ok\t\n\r\x1b") == "ok\t\n\\x0d\\x1b"
 
 
 def test_os_release_values_are_escaped_at_the_source(tmp_path):

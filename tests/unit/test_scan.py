@@ -248,3 +248,81 @@ def test_fix_adds_import_torch_after_docstring_and_future(tmp_path):
     assert f.read_text().splitlines()[:4] == [
         '"""Doc."""', "from __future__ import annotations", "import torch",
         "from torch_xla.core.xla_model import xla_device"]
+
+
+def _backtracking_reference(pat: str) -> str:
+    """The old regex translation (backtracking, but right on small inputs), git's `**` rule."""
+    import re
+
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i) and (i == 0 or pat[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            j = i
+            while j < len(pat) and pat[j] == "*":
+                j += 1
+            whole = (i == 0 or pat[i - 1] == "/") and (j == len(pat) or pat[j] == "/")
+            out.append(".*" if whole else "[^/]*")
+            i = j
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    return "".join(out)
+
+
+def test_linear_glob_matcher_agrees_with_a_regex_translation():
+    """The NFA (what hostile patterns run on) against re on small random cases."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=600, deadline=None)
+    @given(st.text("ab/*?", min_size=1, max_size=8), st.text("ab/", max_size=10))
+    def check(pat, path):
+        toks = gitignore.compile_glob(pat)
+        nfa = gitignore.Glob(tuple(toks))._nfa(path)
+        fast = gitignore.Glob.of(toks).match(path)
+        ref = re.fullmatch(_backtracking_reference(pat), path, re.DOTALL) is not None
+        assert nfa == ref == fast, (pat, path, nfa, ref, fast)
+    check()
+
+
+def test_gitignore_classes_and_bad_patterns():
+    ign = gitignore.Ignores().extend("", ["[a-c]x", "[!0-9]y", "[[:digit:]]z", "[]]w"])
+    assert ign.ignored("bx", False) and not ign.ignored("dx", False)
+    assert ign.ignored("ay", False) and not ign.ignored("5y", False)
+    assert ign.ignored("7z", False) and ign.ignored("]w", False)
+    warnings: list[tuple[int, str]] = []
+    gitignore.Ignores().extend("", ["ok", "[z-a]", "[[:nope:]]"],
+                               lambda n, why: warnings.append((n, why)))
+    assert [n for n, _ in warnings] == [2, 3] and "reversed" in warnings[0][1]
+
+
+def test_batched_patterns_give_the_verdicts_of_one_by_one_matching():
+    """Runs of simple patterns are merged into one alternation: same verdicts as matching
+    each pattern in turn (the last match wins, negations included)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pats = st.lists(st.text("ab/*?!", min_size=1, max_size=5), min_size=1, max_size=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(pats, st.text("ab/", min_size=1, max_size=8), st.booleans())
+    def check(lines, path, is_dir):
+        merged = gitignore.Ignores().extend("", lines)
+        one = gitignore.Ignores()
+        for line in lines:  # one extend per line: nothing is merged
+            one = one.extend("", [line])
+        assert merged.ignored(path, is_dir) == one.ignored(path, is_dir), (lines, path)
+    check()
+    big = gitignore.Ignores().extend("", [f"*.x{i}" for i in range(20_000)])
+    assert len(big.patterns) == 1 and big.ignored("a/b.x19999", False)
