@@ -54,6 +54,7 @@ def _load() -> None:
         aws,
         backend,
         cache,
+        companions,
         container,
         driver,
         host,

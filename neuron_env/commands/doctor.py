@@ -79,7 +79,8 @@ def select(opts: DoctorOptions) -> list[str]:
 
 def probe(opts: DoctorOptions, ids: list[str], started=None):
     facts = gather(make_root(opts.root), opts.python, opts.instance_type,
-                   want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
+                   want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started,
+                   want_companions="backend.companions" in ids)
     if "instance.aws" in ids:
         from neuron_env.aws.facts import with_aws_facts
 

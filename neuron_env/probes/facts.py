@@ -34,6 +34,7 @@ class HostFacts:
     tools: ToolsFacts | None = None  # None: not probed
     cache: tuple[CacheDir, ...] | None = None  # None: not probed
     holders: tuple[Holder, ...] = ()  # processes neuron-ls lists on the NeuronCores
+    companions: object | None = None  # probes.companions.CompanionImports; None: not probed
 
     def serialize(self) -> dict:
         t = self.target
@@ -68,7 +69,8 @@ class HostFacts:
 
 
 def gather(root: Root, python: str | None, instance_type: str | None,
-           want_neuron_ls: bool = True, started=None, environ=None) -> HostFacts:
+           want_neuron_ls: bool = True, started=None, environ=None,
+           want_companions: bool = False) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
     target = started or start_target(python)
     arch, arch_source = probe_arch(root)
@@ -83,6 +85,11 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     from neuron_env.probes.pythons import find_pythons, find_uv
 
     tgt = _finish(target)
+    companions = None
+    if want_companions:  # a child importing torch: only when a companion is installed
+        from neuron_env.probes.companions import probe_companions
+
+        companions = probe_companions(tgt)
     return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
                      arch_source=arch_source, target=tgt, driver=driver,
                      neuron_ls=neuron_ls, env=env,
@@ -90,7 +97,7 @@ def gather(root: Root, python: str | None, instance_type: str | None,
                      efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
                      tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
                      holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
-                     pythons=find_pythons(), uv=find_uv())
+                     pythons=find_pythons(), uv=find_uv(), companions=companions)
 
 
 def start_target(python: str | None):
