@@ -48,17 +48,25 @@ def installed_companions(target: Any, names: tuple[str, ...] | None = None) -> l
     return [n for n in (names or tuple(COMPANION_MODULES)) if target.dist(n) is not None]
 
 
-def probe_companions(target: Any, names: tuple[str, ...] | None = None,
-                     timeout: float = IMPORT_TIMEOUT) -> CompanionImports | None:
-    """None when no companion is installed (nothing is started)."""
+def start_companions(target: Any, names: tuple[str, ...] | None = None,
+                     timeout: float = IMPORT_TIMEOUT) -> tuple[Any, float, float] | None:
+    """Start the import child (None when no companion is installed: nothing is started);
+    `finish_companions` collects it, so the rest of the host is probed meanwhile."""
     found = installed_companions(target, names)
     if not found:
         return None
     modules = [COMPANION_MODULES.get(n, n.replace("-", "_")) for n in found]
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    t0 = time.monotonic()
-    res = proc.run([target.path, str(script("companions.py")), *modules], timeout=timeout,
-                   env=env)
+    running = proc.spawn([target.path, str(script("companions.py")), *modules],
+                         timeout=timeout, env=env)
+    return running, time.monotonic(), timeout
+
+
+def finish_companions(started: tuple[Any, float, float] | None) -> CompanionImports | None:
+    if started is None:
+        return None
+    running, t0, timeout = started
+    res = running.result()
     took = round(time.monotonic() - t0, 3)
     if res.stdout.count(MARKER) >= 2:
         try:
@@ -72,3 +80,9 @@ def probe_companions(target: Any, names: tuple[str, ...] | None = None,
     why = (f"did not finish within {timeout:.0f}s" if res.timed_out else
            f"exited {res.returncode}: {res.tail(300)}")
     return CompanionImports(error=f"the import probe {why}", seconds=took)
+
+
+def probe_companions(target: Any, names: tuple[str, ...] | None = None,
+                     timeout: float = IMPORT_TIMEOUT) -> CompanionImports | None:
+    """None when no companion is installed (nothing is started)."""
+    return finish_companions(start_companions(target, names, timeout))

@@ -85,19 +85,23 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     from neuron_env.probes.pythons import find_pythons, find_uv
 
     tgt = _finish(target)
-    companions = None
-    if want_companions:  # a child importing torch: only when a companion is installed
-        from neuron_env.probes.companions import probe_companions
+    # a child importing torch, only when a companion is installed; the rest runs meanwhile
+    from neuron_env.probes import companions as comp
 
-        companions = probe_companions(tgt)
-    return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=tgt, driver=driver,
-                     neuron_ls=neuron_ls, env=env,
-                     container=probe_container(root, None if root.explicit else env.vars),
-                     efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
-                     tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
-                     holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
-                     pythons=find_pythons(), uv=find_uv(), companions=companions)
+    importing = comp.start_companions(tgt) if want_companions else None
+    facts = HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
+                      arch_source=arch_source, target=tgt, driver=driver,
+                      neuron_ls=neuron_ls, env=env,
+                      container=probe_container(root, None if root.explicit else env.vars),
+                      efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
+                      tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
+                      holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
+                      pythons=find_pythons(), uv=find_uv())
+    if importing is None:
+        return facts
+    from neuron_env.util.record import replace
+
+    return replace(facts, companions=comp.finish_companions(importing))
 
 
 def start_target(python: str | None):
