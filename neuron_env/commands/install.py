@@ -49,6 +49,7 @@ class InstallOptions:
     timeout: float = 1800.0
     lock_timeout: float = 900.0
     quiet: bool = False
+    with_: tuple[str, ...] = ()  # --with torchvision,torchaudio: the matching companions
 
 
 def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
@@ -126,7 +127,7 @@ def _plan(opts: InstallOptions, matrix, facts, python: str, create: str | None, 
                     installed={} if create else {k: d.version for k, d in t.dists.items()},
                     torch=opts.torch, backend=opts.backend, force=opts.force,
                     overrides=_overrides(matrix, opts), find_links=find_links,
-                    offline=opts.offline)
+                    offline=opts.offline, companions=opts.with_)
     return make_plan(matrix, inputs)
 
 

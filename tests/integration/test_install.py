@@ -476,6 +476,25 @@ def test_a_venv_it_created_is_removed_when_torch_is_unreachable(idx, tmp_path):
     assert dists(venv / "bin/python")["torch"] == "2.13.0+cpu"
 
 
+def test_with_torchvision_installs_the_cpu_build_from_the_pytorch_index(idx, tmp_path):
+    """--with torchvision: the build paired with the plan's torch (0.28 for 2.13), from the
+    PyTorch index (its +cpu build), never PyPI's higher CUDA 0.28.1; recorded as such."""
+    py = fresh(tmp_path, python=sys.executable)
+    r = install(idx, "--backend", "emulated", "--python", str(py), "--torch", "2.13",
+                "--with", "torchvision", "--installer", "pip", "--format", "json")
+    doc = as_json(r)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert dists(py)["torchvision"] == "0.28.0+cpu"
+    assert {"name": "torchvision", "requirement": "torchvision==0.28.*",
+            "index": "pytorch-cpu", "source": "index"} in doc["plan"]["requirements"]
+    pk = {p["name"]: p for p in doc["packages"]}
+    assert pk["torchvision"]["index"] == "pytorch-cpu", pk["torchvision"]
+    assert pk["torchvision"]["index_url"] == idx["pytorch"]
+    r = install(idx, "--backend", "emulated", "--python", str(py), "--torch", "2.13",
+                "--with", "timm", "--format", "json")
+    assert r.returncode == 2 and "no timm pairing" in as_json(r)["error"]["message"]
+
+
 def test_emulated_keeps_the_real_torch_already_there(idx, torch_python):
     r = install(idx, "--backend", "emulated", "--python", torch_python, "--dry-run",
                 "--format", "json")
