@@ -11,19 +11,18 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from neuron_env.checks import check
 from neuron_env.probes.companions import COMPANION_MODULES
 from neuron_env.report.model import Result
+from neuron_env.util.versions import Ver
 
 DOCS = "https://pytorch.org/get-started/locally/"
 
 
-def _ver(text: str) -> Version | None:
+def _ver(text: str) -> Ver | None:
     try:
-        return Version(text)
-    except InvalidVersion:
+        return Ver(text)
+    except ValueError:
         return None
 
 
@@ -50,7 +49,7 @@ def fix_command(python: str, specs: list[str], url: str | None) -> str:
     return cmd + (f" --index-url {shlex.quote(url)}" if url else "")
 
 
-def _judge(d: Any, row: Any, tver: Version, imports: Any) -> tuple[str, str] | None:
+def _judge(d: Any, row: Any, tver: Ver, imports: Any) -> tuple[str, str] | None:
     """(status, problem) for one installed companion; None when it is right."""
     cv = _ver(d.version)
     minor = f"{tver.major}.{tver.minor}"
