@@ -38,7 +38,7 @@ def torch_index_url(m: Any, ctx: Any, local: str | None) -> str | None:
         return None
     idx = m.index_for("torch")
     if local == "cpu" and idx is not None:
-        return (ctx.index_overrides or {}).get(idx.name, idx.url)
+        return str((ctx.index_overrides or {}).get(idx.name, idx.url))
     return f"https://download.pytorch.org/whl/{local}"
 
 
