@@ -22,6 +22,7 @@ class Context:
     matrix_flag: str | None = None
     index_overrides: dict | None = None  # index name -> mirror URL (flags, environment)
     own_prefix: str | None = None  # neuron-env's own environment (sys.prefix), for fix lines
+    expect_efa: bool = False  # doctor --expect-efa: multi-node use intended (net.efa fails)
 
 
 CheckFn = Callable[..., Result]
@@ -53,6 +54,7 @@ def _load() -> None:
         aws,
         backend,
         cache,
+        companions,
         container,
         driver,
         host,

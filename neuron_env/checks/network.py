@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from neuron_env.checks import check
 from neuron_env.checks.driver import _image
 from neuron_env.report.model import Result
@@ -9,7 +11,7 @@ from neuron_env.report.model import Result
 EFA_DOCS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html"
 
 
-def _skip(facts, typ) -> str | None:
+def _skip(facts: Any, typ: Any) -> str | None:
     if facts.instance.assumed or _image(facts):
         return "EFA of the target cannot be seen from this host or image"
     if not facts.instance.type:
@@ -21,29 +23,52 @@ def _skip(facts, typ) -> str | None:
     return None
 
 
+WHEN = ("EFA matters only across nodes (multi-node training, collectives between instances); "
+        "a single-node host does not need it")
+
+
+def multi_node_intent(facts: Any, ctx: Any) -> str | None:
+    """Why this host is meant to talk to other nodes (None: no sign of it): doctor
+    --expect-efa (slurm-healthcheck's script passes it), or a Slurm job on more than one node."""
+    if getattr(ctx, "expect_efa", False):
+        return "--expect-efa"
+    for name in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        value = facts.env.get(name)
+        if value and value.strip().isdigit() and int(value) > 1:
+            return f"{name}={value.strip()}"
+    return None
+
+
+def _missing(summary: str, intent: str | None, **kw: Any) -> Result:
+    """No EFA at all: a failure with a multi-node intent, else a warning saying when it matters."""
+    if intent is None:
+        return Result("net.efa", "net", "warn", f"{summary}; {WHEN} (doctor --expect-efa makes "
+                      "this a failure)", **kw)
+    return Result("net.efa", "net", "fail", f"{summary} (multi-node intent: {intent})", **kw)
+
+
 @check("net.efa", "net")
-def net_efa(facts, m, ctx) -> Result:
+def net_efa(facts: Any, m: Any, ctx: Any) -> Result:
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     if (why := _skip(facts, typ)) is not None:
         return Result("net.efa", "net", "skip", why)
     e, c = facts.efa, facts.container
+    intent = multi_node_intent(facts, ctx)
     observed = {"ib_devices": list(e.ib_devices), "uverbs": list(e.uverbs),
                 "fi_info": e.fi_info_path, "efa_providers": e.fi_info_providers,
-                "in_container": c.in_container}
+                "in_container": c.in_container, "multi_node": intent}
     if c.in_container and not e.uverbs:
         how = ("request vpc.amazonaws.com/efa in the pod's resources (the EFA device plugin)"
                if c.kind == "kubernetes" else
                "docker run --device=/dev/infiniband/uverbs0 … (one per EFA interface)")
-        return Result("net.efa", "net", "fail",
-                      f"no /dev/infiniband/uverbs* in this {c.kind or 'container'}: EFA was not "
-                      "passed in, so multi-node collectives fall back or fail", observed=observed,
-                      fix=how, docs=EFA_DOCS)
+        return _missing(f"no /dev/infiniband/uverbs* in this {c.kind or 'container'}: "
+                        "EFA was not passed in, so multi-node collectives fall back or fail",
+                        intent, observed=observed, fix=how, docs=EFA_DOCS)
     if not e.ib_devices and not e.uverbs:
-        return Result("net.efa", "net", "fail",
-                      f"no EFA devices on {facts.instance.type} (/sys/class/infiniband empty)",
-                      observed=observed,
-                      fix="launch with EFA network interfaces (InterfaceType=efa) and install "
-                          "the EFA driver (aws-efa-installer)", docs=EFA_DOCS)
+        return _missing(f"no EFA devices on {facts.instance.type} (/sys/class/infiniband empty)",
+                        intent, observed=observed,
+                        fix="launch with EFA network interfaces (InterfaceType=efa) and install "
+                            "the EFA driver (aws-efa-installer)", docs=EFA_DOCS)
     if not e.uverbs:
         return Result("net.efa", "net", "fail",
                       f"{len(e.ib_devices)} EFA device(s) but no /dev/infiniband/uverbs* nodes",
@@ -52,7 +77,7 @@ def net_efa(facts, m, ctx) -> Result:
     return _provider(e, observed)
 
 
-def _provider(e, observed) -> Result:
+def _provider(e: Any, observed: dict[str, Any]) -> Result:
     n = len(e.uverbs)
     if e.fi_info_path and (e.fi_info_error or not e.fi_info_providers):
         return Result("net.efa", "net", "fail",

@@ -12,6 +12,7 @@ from neuron_env.cli.app import (
     matrix_option,
     python_option,
     seconds,
+    split,
 )
 
 INTERRUPTED = ("install interrupted; nothing more was changed (an install already under way is "
@@ -53,6 +54,9 @@ def install(
     lock_timeout: float = typer.Option(900.0, "--lock-timeout", callback=seconds,
                                        help="How long to wait for "
                                        "another install into the same environment (s)."),
+    with_: list[str] = typer.Option(None, "--with", metavar="NAME,..", help="Also install "
+                                    "these torch companions (torchvision, torchaudio, torchao) "
+                                    "in the build for the plan's torch, from torch's index."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
@@ -65,4 +69,5 @@ def install(
         find_links=tuple(find_links or ()), offline=offline,
         dry_run=dry_run, force=force, yes=yes, neuron_index_url=neuron_index_url,
         pytorch_index_url=pytorch_index_url, timeout=timeout, lock_timeout=lock_timeout,
-        quiet=quiet)), format.value, SCHEMA, verbose=verbose, interrupted=INTERRUPTED)
+        quiet=quiet, with_=tuple(split(with_)))), format.value, SCHEMA, verbose=verbose,
+        interrupted=INTERRUPTED)

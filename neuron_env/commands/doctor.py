@@ -43,6 +43,7 @@ class DoctorOptions:
     waivers: tuple = ()  # checks.waivers.Waiver, from --waive/--waivers
     wait: float = 0.0  # --wait SECONDS: re-check failing checks until they pass
     all_packages: bool = False  # list every distribution in target.packages
+    expect_efa: bool = False  # --expect-efa: multi-node use intended, so a missing EFA fails
 
 
 def _check_root(root: str | None) -> None:
@@ -78,7 +79,8 @@ def select(opts: DoctorOptions) -> list[str]:
 
 def probe(opts: DoctorOptions, ids: list[str], started=None):
     facts = gather(make_root(opts.root), opts.python, opts.instance_type,
-                   want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started)
+                   want_neuron_ls=any(i.startswith("driver.") for i in ids), started=started,
+                   want_companions="backend.companions" in ids)
     if "instance.aws" in ids:
         from neuron_env.aws.facts import with_aws_facts
 
@@ -89,6 +91,7 @@ def probe(opts: DoctorOptions, ids: list[str], started=None):
 def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix, own_prefix=sys.prefix,
+        expect_efa=opts.expect_efa,
         index_overrides={k: url for k, (url, _) in index_overrides(matrix, {
             "neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}).items()})
     return checks.run_checks(facts, matrix, ctx, ids)

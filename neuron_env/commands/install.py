@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.commands import TOOL
-from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
+from neuron_env.errors import (
+    ConfigurationError,
+    InterpreterError,
+    NeuronEnvError,
+    ResolutionError,
+    UsageError,
+)
 from neuron_env.install import installers, noop
 from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
@@ -43,6 +49,7 @@ class InstallOptions:
     timeout: float = 1800.0
     lock_timeout: float = 900.0
     quiet: bool = False
+    with_: tuple[str, ...] = ()  # --with torchvision,torchaudio: the matching companions
 
 
 def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
@@ -120,7 +127,7 @@ def _plan(opts: InstallOptions, matrix, facts, python: str, create: str | None, 
                     installed={} if create else {k: d.version for k, d in t.dists.items()},
                     torch=opts.torch, backend=opts.backend, force=opts.force,
                     overrides=_overrides(matrix, opts), find_links=find_links,
-                    offline=opts.offline)
+                    offline=opts.offline, companions=opts.with_)
     return make_plan(matrix, inputs)
 
 
@@ -160,24 +167,54 @@ def _execute(opts, matrix, facts, plan, python, create, results, extra, progress
     from neuron_env.install import emulator_wheel
     from neuron_env.install.execute import ExecOptions, execute
 
+    made_dir = False
     if create:
         from neuron_env.install import venv
         from neuron_env.probes.facts import gather
 
+        made_dir = not Path(create).exists()
         progress.say(f"Creating the venv {create} with {python}")
         python = venv.create(Path(create), python)
         extra["venv_created"] = create
         facts = replace(facts, target=gather(make_root(opts.root), python, None,
                                              want_neuron_ls=False).target)
-    out = execute(plan, matrix, facts,
-                  ExecOptions(installer=opts.installer, timeout=opts.timeout,
-                              lock_timeout=opts.lock_timeout, python_flag=opts.python
-                              or python, matrix_flag=opts.matrix),
-                  progress, bundled_builder=emulator_wheel.build)
+    try:
+        out = execute(plan, matrix, facts,
+                      ExecOptions(installer=opts.installer, timeout=opts.timeout,
+                                  lock_timeout=opts.lock_timeout, python_flag=opts.python
+                                  or python, matrix_flag=opts.matrix),
+                      progress, bundled_builder=emulator_wheel.build)
+    except (NeuronEnvError, KeyboardInterrupt) as e:
+        _undo_created(create, made_dir, e, progress)
+        if isinstance(e, ResolutionError):
+            _say_reachable(e, plan)
+        raise
     results += out.results
     extra.update(status=out.status, packages=out.packages, log=out.log,
                  manifest=out.manifest, steps=[s.serialize() for s in out.steps])
     return _report(matrix, out.facts or facts, results, extra, t0)
+
+
+def _undo_created(create: str | None, made_dir: bool, e: BaseException,
+                  progress: Progress) -> None:
+    """A venv this run created and could not fill is removed (never half a venv left)."""
+    if not create:
+        return
+    from neuron_env.install import venv
+
+    venv.remove(Path(create), made_dir)
+    progress.say(f"Removed the venv {create} this run created (the install did not finish)")
+    if isinstance(e, NeuronEnvError):
+        e.message += f" (the new venv {create} was removed)"
+
+
+def _say_reachable(e: ResolutionError, plan) -> None:
+    """A resolution that failed says which torch versions the local sources offer."""
+    from neuron_env.install.reachable import torch_hint
+
+    local = [i.url for i in plan.indexes if i.url.startswith("file:")]
+    e.hint = "; ".join(h for h in (e.hint, torch_hint(plan.find_links, local,
+                                                       str(plan.pair.torch))) if h)
 
 
 def _report(matrix, facts, results, extra, t0) -> Report:

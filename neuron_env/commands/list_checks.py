@@ -30,6 +30,7 @@ ABOUT = {
     "backend.origin": "no placeholder or foreign-index Neuron packages; the install finished",
     "backend.tools": "neuronx-cc and nki are installed at the release's versions",
     "backend.emulator": "the CPU-emulated device is not mistaken for Trainium",
+    "backend.companions": "torchvision/torchaudio/torchao are builds for the installed torch",
     "driver.module": "the neuron kernel module is loaded (aws-neuronx-dkms)",
     "driver.packages": "the release's apt packages are installed",
     "driver.devices": "/dev/neuron* nodes and neuron-ls agree with the instance type",

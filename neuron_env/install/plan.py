@@ -100,6 +100,7 @@ class Inputs:
     overrides: dict[str, tuple[str, str]] = factory(dict)  # index -> (url, by)
     find_links: tuple[str, ...] = ()
     offline: bool = False
+    companions: tuple[str, ...] = ()  # --with torchvision,torchaudio: builds for the pair's torch
 
 
 def _host_problems(m: Matrix, i: Inputs) -> list[str]:
@@ -192,12 +193,32 @@ def make_plan(m: Matrix, i: Inputs) -> Plan:
             reqs.append(Requirement(c.name, c.requirement, ci.name if ci else None))
     else:
         reqs.append(Requirement(EMULATOR, EMULATOR, None, source="bundled"))
+    reqs += companion_requirements(m, pair, i.companions, torch_idx.name if torch_idx else None)
+    warnings += [f"{c.name}: assumed pairing for torch {pair.torch_minor} ({c.assumed})"
+                 for n in i.companions if (c := m.torch_companion(n, pair.torch_minor))
+                 and c.assumed]
     keep = [f"{n} {i.installed[n]}" for n in ("torch",) if n in i.installed and present]
     return Plan(backend=i.backend, release=m.release, python=i.python,
                 python_version=i.python_version, prefix=i.prefix, pair=pair,
                 requirements=tuple(reqs), indexes=tuple(indexes),
                 find_links=i.find_links, offline=i.offline, forced=tuple(forced),
                 warnings=tuple(warnings), keep=tuple(keep))
+
+
+def companion_requirements(m: Matrix, pair: Pair, names: tuple[str, ...],
+                           index: str | None) -> list[Requirement]:
+    """--with NAME: the companion build the matrix pairs with the plan's torch, from the index
+    torch comes from (a +cpu torch needs the +cpu torchvision, not PyPI's CUDA build)."""
+    out = []
+    for name in names:
+        row = m.torch_companion(name, pair.torch_minor)
+        if row is None:
+            known = ", ".join(m.torch_companion_names()) or "none"
+            raise ResolutionError(f"--with {name}: Neuron {m.release}'s matrix has no {name} "
+                                  f"pairing for torch {pair.torch_minor}",
+                                  hint=f"companions the matrix pairs: {known}")
+        out.append(Requirement(row.name, row.requirement, index))
+    return out
 
 
 def _minor(text: str) -> str:

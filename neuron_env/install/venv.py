@@ -32,16 +32,22 @@ def existing(d: Path) -> str | None:
     return None
 
 
+def remove(d: Path, made_dir: bool) -> None:
+    """Undo a venv neuron-env created: the directory when it made it, else (an empty directory
+    the user gave) its contents."""
+    if made_dir:
+        shutil.rmtree(d, ignore_errors=True)
+    elif d.is_dir():
+        for child in d.iterdir():
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+
+
 def create(d: Path, base_python: str) -> str:
     """Create the venv; on failure remove what was made (never leave half a venv)."""
     made_dir = not d.exists()
     r = proc.run([base_python, "-m", "venv", str(d)], timeout=VENV_TIMEOUT)
     if not r.ok:
-        if made_dir:
-            shutil.rmtree(d, ignore_errors=True)
-        else:
-            for child in d.iterdir():
-                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+        remove(d, made_dir)
         why = "timed out" if r.timed_out else (r.error or r.tail(300))
         raise InterpreterError(f"could not create the venv {d} with {base_python}: {why}",
                                hint="on Debian/Ubuntu: apt-get install python3-venv (or "

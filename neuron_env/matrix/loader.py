@@ -30,6 +30,7 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
     Source,
+    TorchCompanion,
 )
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
@@ -219,7 +220,7 @@ def _kind(v: Any) -> str:
 TOP_REQUIRED = {"format", "release", "status", "backend", "summary", "architectures",
                 "python", "instances", "os", "pairs", "indexes"}
 TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "docs", "dlami",
-                "sources"}
+                "sources", "torch_companions"}
 
 
 def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
@@ -254,6 +255,7 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     oses = _oses(r, data)
     pairs = _pairs(r, data, python)
     companions = _companions(r, data)
+    torch_companions = _torch_companions(r, data)
     indexes = _indexes(r, data)
     placeholders = _placeholders(r, data)
     limitations = _limitations(r, data)
@@ -262,6 +264,7 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     dlami = _str_table(r, data, "dlami")
     sources = _sources(r, data)
     _check_source_refs(r, sources, instances, oses, driver)
+    _check_companion_refs(r, sources, torch_companions)
 
     if r.problems:
         return None
@@ -270,7 +273,7 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
         python=python, architectures=archs, instances=instances, os=oses, pairs=pairs,
         companions=companions, indexes=indexes, placeholders=placeholders,
         limitations=limitations, driver=driver, docs=docs, dlami=dlami, source=source,
-        bundled=bundled, sources=sources,
+        bundled=bundled, sources=sources, torch_companions=torch_companions,
     )
 
 
@@ -365,6 +368,41 @@ def _companions(r: _Reader, data: dict) -> tuple[Companion, ...]:
     return tuple(out)
 
 
+_TORCH_MINOR = re.compile(r"^\d+\.\d+$")
+
+
+def _torch_companions(r: _Reader, data: dict) -> tuple[TorchCompanion, ...]:
+    """[[torch_companions]]: one row per (package, torch minor); each row names its `source`
+    or says why it is `assumed` (exactly one of them)."""
+    out, seen = [], set()
+    for i, d in enumerate(r.tables(data, "torch_companions", "")):
+        p = f"torch_companions[{i}]"
+        r.keys(d, p, {"name", "torch", "spec"}, {"source", "assumed"})
+        name = r.str_(d, "name", p, name_like=True) or ""
+        torch = r.str_(d, "torch", p) or ""
+        if torch and not _TORCH_MINOR.match(torch):
+            r.bad(_join(p, "torch"), f"{torch!r} is not a torch minor such as '2.14'")
+        spec = r.spec(d, "spec", p)
+        source, assumed = r.str_(d, "source", p), r.str_(d, "assumed", p)
+        if (source is None) == (assumed is None) and "name" in d:
+            r.bad(p, "give exactly one of 'source' (the [[sources]] id of the page that states "
+                  "the pairing) and 'assumed' (why it is assumed)")
+        key = (canonicalize_name(name), torch)
+        if name and torch and key in seen:
+            r.bad(_join(p, "torch"), f"duplicate pairing of {name} for torch {torch}")
+        seen.add(key)
+        out.append(TorchCompanion(name, torch, spec or Spec(), source, assumed))
+    return tuple(out)
+
+
+def _check_companion_refs(r: _Reader, sources, rows) -> None:
+    ids = {s.id for s in sources}
+    for i, c in enumerate(rows):
+        if c.source and c.source not in ids:
+            r.bad(f"torch_companions[{i}].source", f"source {c.source!r} is not declared in "
+                  f"[[sources]] (declared: {', '.join(sorted(ids)) or 'none'})")
+
+
 def _indexes(r: _Reader, data: dict) -> tuple[Index, ...]:
     out, owner = [], {}
     for i, d in enumerate(r.tables(data, "indexes", "", required="indexes" in data)):
@@ -435,8 +473,8 @@ def _str_table(r: _Reader, data: dict, key: str) -> tuple[tuple[str, str], ...]:
 
 # -- sources: every fact says where it comes from ---------------------------------------------
 OS_EXTRA = ("build_from_source", "new_dlamis", "source", "disputed_status", "disputed_source")
-SECTIONS = ("python", "instances", "os", "pairs", "companions", "indexes", "placeholders",
-            "limitations", "driver", "docs", "dlami", "date", "status")
+SECTIONS = ("python", "instances", "os", "pairs", "companions", "torch_companions", "indexes",
+            "placeholders", "limitations", "driver", "docs", "dlami", "date", "status")
 MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami")
 
 

@@ -95,6 +95,23 @@ class Companion:
 
 
 @record
+class TorchCompanion:
+    """A package built against one torch release (torchvision, torchaudio, torchao): the
+    versions that match a torch minor. `source` names the [[sources]] entry (PyTorch's
+    published compatibility table); `assumed` says why a pairing no page states is assumed."""
+
+    name: str
+    torch: str  # the torch minor, "2.14"
+    spec: Spec
+    source: str | None = None
+    assumed: str | None = None
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}{fmt_spec(self.spec)}"
+
+
+@record
 class Index:
     name: str
     url: str
@@ -164,6 +181,7 @@ class Matrix:
     source: str = "<memory>"
     bundled: bool = False
     sources: tuple[Source, ...] = ()
+    torch_companions: tuple[TorchCompanion, ...] = ()
 
     @property
     def version(self) -> Ver:
@@ -215,6 +233,19 @@ class Matrix:
 
     def apt(self, name: str) -> AptPackage | None:
         return next((a for a in self.driver.apt if a.name == name), None)
+
+    def torch_companion(self, name: str, torch_minor: str) -> TorchCompanion | None:
+        """The pairing of companion `name` for torch X.Y (None: the matrix does not say)."""
+        key = canonicalize_name(name)
+        return next((c for c in self.torch_companions
+                     if canonicalize_name(c.name) == key and c.torch == torch_minor), None)
+
+    def torch_companion_names(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for c in self.torch_companions:
+            if c.name not in out:
+                out.append(c.name)
+        return tuple(out)
 
     def pairs_newest_first(self) -> list[Pair]:
         return sorted(self.pairs, key=lambda p: p.torch, reverse=True)

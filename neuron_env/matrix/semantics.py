@@ -58,6 +58,29 @@ def semantic_problems(m: Matrix, source: str) -> list[tuple[str, str]]:
         out.append(("release", f"release {m.release!r} in a file named for {mt.group(1)}: "
                     "rename the file or fix the release"))
     out += _placeholder_problems(m)
+    out += _companion_problems(m)
+    return out
+
+
+def _companion_problems(m: Matrix) -> list[tuple[str, str]]:
+    """[[torch_companions]] that contradict the matrix or each other: a torch minor no pair
+    has, a spec that admits no version, one pinned build claimed for two torch minors."""
+    out = []
+    minors = {p.torch_minor for p in m.pairs}
+    for i, c in enumerate(m.torch_companions):
+        if minors and c.torch not in minors:
+            out.append((f"torch_companions[{i}].torch", f"no [[pairs]] entry has torch "
+                        f"{c.torch} (pairs: {', '.join(sorted(minors))}): a pairing for a torch "
+                        "this release does not install"))
+        if c.spec and not satisfiable(c.spec):
+            out.append((f"torch_companions[{i}].spec", f"{c.spec} admits no version at all"))
+        for j, other in enumerate(m.torch_companions[:i]):
+            if (canonicalize_name(other.name) == canonicalize_name(c.name)
+                    and other.torch != c.torch and _one_build(c.spec) and _one_build(other.spec)
+                    and satisfiable(c.spec, other.spec)):
+                out.append((f"torch_companions[{i}].spec", f"{c.name}{c.spec} for torch "
+                            f"{c.torch} overlaps torch_companions[{j}] ({other.spec} for torch "
+                            f"{other.torch}): one {c.name} build is linked against one torch"))
     return out
 
 
@@ -76,7 +99,13 @@ def _placeholder_problems(m: Matrix) -> list[tuple[str, str]]:
 
 
 def _pins(spec: Spec) -> bool:
-    """Whether spec names real versions closely (==X.Y.Z or a family ==X.Y.Z.*), not a loose
+    """Whether spec names real versions closely (==X.Y.Z or a family ==X.Y.*), not a loose
     range such as ==0.* that a placeholder may well fall in."""
     return any(s.operator in ("==", "===") and s.version.removesuffix(".*").count(".") >= 2
+               for s in spec)
+
+
+def _one_build(spec: Spec) -> bool:
+    """Whether spec names one release line (==0.28.*, ==0.28.1): a companion build."""
+    return any(s.operator in ("==", "===") and s.version.removesuffix(".*").count(".") >= 1
                for s in spec)

@@ -39,6 +39,9 @@ def to_data(m: Matrix) -> dict[str, Any]:
                   for p in m.pairs],
         "companions": [drop_none({"name": c.name, "spec": fmt_spec(c.spec), "purpose": c.purpose})
                        for c in m.companions],
+        "torch_companions": [drop_none({"name": c.name, "torch": c.torch,
+                                         "spec": fmt_spec(c.spec), "source": c.source,
+                                         "assumed": c.assumed}) for c in m.torch_companions],
         "indexes": [drop_none({"name": i.name, "url": i.url, "env": i.env,
                                "packages": list(i.packages)}) for i in m.indexes],
         "placeholders": [{"name": p.name, "version": str(p.version)} for p in m.placeholders],

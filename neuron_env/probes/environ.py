@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from neuron_env.util.record import factory, record
 
 PREFIXES = ("NEURON_", "AWS_NEURON_", "TORCH_NEURONX_", "FI_")
-NAMES = ("PATH", "HOME", "TMPDIR", "KUBERNETES_SERVICE_HOST", "XDG_CACHE_HOME")
+NAMES = ("PATH", "HOME", "TMPDIR", "KUBERNETES_SERVICE_HOST", "XDG_CACHE_HOME",
+         "SLURM_JOB_NUM_NODES", "SLURM_NNODES")  # the Slurm ones: net.efa's multi-node intent
 
 
 @record

@@ -34,6 +34,7 @@ class HostFacts:
     tools: ToolsFacts | None = None  # None: not probed
     cache: tuple[CacheDir, ...] | None = None  # None: not probed
     holders: tuple[Holder, ...] = ()  # processes neuron-ls lists on the NeuronCores
+    companions: object | None = None  # probes.companions.CompanionImports; None: not probed
 
     def serialize(self) -> dict:
         t = self.target
@@ -68,7 +69,8 @@ class HostFacts:
 
 
 def gather(root: Root, python: str | None, instance_type: str | None,
-           want_neuron_ls: bool = True, started=None, environ=None) -> HostFacts:
+           want_neuron_ls: bool = True, started=None, environ=None,
+           want_companions: bool = False) -> HostFacts:
     # the slowest probe (a subprocess in the target) runs while the others read the host
     target = started or start_target(python)
     arch, arch_source = probe_arch(root)
@@ -87,14 +89,23 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     uv = find_uv_in(root, path) if root.explicit else find_uv()
 
     tgt = _finish(target)
-    return HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
-                     arch_source=arch_source, target=tgt, driver=driver,
-                     neuron_ls=neuron_ls, env=env,
-                     container=probe_container(root, None if root.explicit else env.vars),
-                     efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
-                     tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
-                     holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
-                     pythons=pythons, uv=uv)
+    # a child importing torch, only when a companion is installed; the rest runs meanwhile
+    from neuron_env.probes import companions as comp
+
+    importing = comp.start_companions(tgt) if want_companions else None
+    facts = HostFacts(root=root, instance=instance, os=os_facts, arch=arch,
+                      arch_source=arch_source, target=tgt, driver=driver,
+                      neuron_ls=neuron_ls, env=env,
+                      container=probe_container(root, None if root.explicit else env.vars),
+                      efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
+                      tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
+                      holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
+                      pythons=pythons, uv=uv)
+    if importing is None:
+        return facts
+    from neuron_env.util.record import replace
+
+    return replace(facts, companions=comp.finish_companions(importing))
 
 
 def start_target(python: str | None):

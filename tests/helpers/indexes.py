@@ -26,7 +26,9 @@ NEURON = [
     Stand("nki", "0.3.0"),
     Stand("libneuronxla", "2.2.0"),
 ]
-PYTORCH = [Stand("torch", "2.14.0+cpu", ("filelock",)), Stand("torch", "2.13.0+cpu", ("filelock",))]
+PYTORCH = [Stand("torch", "2.14.0+cpu", ("filelock",)), Stand("torch", "2.13.0+cpu", ("filelock",)),
+           Stand("torchvision", "0.28.0+cpu", ("torch==2.13.0",)),
+           Stand("torchvision", "0.29.0+cpu", ("torch==2.14.0",))]
 PUBLIC = [
     Stand("torch-neuronx", "2.14.3.0.99", body=MALICIOUS),  # dependency confusion
     Stand("torch-neuronx", "1.0", body='raise ImportError("WRONG PACKAGE")\n'),
@@ -36,6 +38,7 @@ PUBLIC = [
     Stand("neuronx-cc", "2.99.0", body=MALICIOUS),
     Stand("filelock", "3.0.0"),
     Stand("torch", "2.14.0", ("filelock",), body=MALICIOUS),  # PyPI's CUDA build, say
+    Stand("torchvision", "0.28.1", ("torch==2.13.0",), body=MALICIOUS),  # PyPI's CUDA build
 ]
 
 

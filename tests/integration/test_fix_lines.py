@@ -34,6 +34,7 @@ SCENARIOS = {
     "cuda torch": host(tgt=target(dict(GOOD, torch="2.14.0+cu126"))),
     "placeholder": host(tgt=target(dict(GOOD, **{"torch-neuronx": "0.0.1"}))),
     "emulator": host(tgt=target(dict(GOOD, **{"neuron-emulator": "0.1"}))),
+    "pypi torchvision": host(tgt=target(dict(GOOD, torchvision="0.29.0", torchaudio="2.9.0"))),
     "ubuntu 22.04": host(os_version="22.04", tgt=target({})),
     "ubuntu 20.04": host(os_version="20.04", tgt=target({})),
 }
@@ -67,7 +68,7 @@ def stubs(tmp_path_factory) -> Path:
 def test_every_failing_scenario_prints_a_command_somewhere():
     ids = {i for _, i, _ in LINES}
     assert {"driver.module", "python.version", "backend.torch", "os.release",
-            "backend.emulator"} <= ids
+            "backend.emulator", "backend.companions"} <= ids
 
 
 @pytest.mark.parametrize("scenario, id_, line", LINES, ids=[f"{s}-{i}" for s, i, _ in LINES])

@@ -446,6 +446,55 @@ def test_emulated_backend_installs_torch_and_the_bundled_wheel(idx, tmp_path):
     assert res["install.plan"]["status"] == "warn"  # outside the matrix: said, not refused
 
 
+def test_a_venv_it_created_is_removed_when_torch_is_unreachable(idx, tmp_path):
+    """Python 3.11, --backend emulated, --venv NEW: the plan picks torch 2.14 from an index
+    that is down; the wheelhouse holds only 2.13. Exit 2, the new venv removed, and the error
+    names the torch versions reachable offline. Then --torch 2.13 installs from the same
+    wheelhouse."""
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    for w in [*(Path(idx["root"]) / "pytorch" / "files").glob("torch-2.13.0*.whl"),
+              *(Path(idx["root"]) / "public" / "files").glob("filelock-*.whl")]:
+        (house / w.name).write_bytes(w.read_bytes())
+    env = pip_env(idx, NEURON_ENV_PYTORCH_INDEX_URL=refused_url(), PIP_INDEX_URL=refused_url())
+    venv = tmp_path / "new-venv"
+    args = ("--backend", "emulated", "--python", sys.executable, "--venv", str(venv),
+            "--find-links", str(house), "--installer", "pip", "--format", "json")
+    r = install(idx, *args, env=env)
+    doc = as_json(r)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert not venv.exists(), list(venv.iterdir())
+    assert "new venv" in doc["error"]["message"] and "was removed" in doc["error"]["message"]
+    hint = doc["error"]["hint"]
+    assert f"torch reachable offline: 2.13.0+cpu ({house})" in hint and "--torch 2.13" in hint
+    # an empty directory the user made is emptied, not removed
+    venv.mkdir()
+    r = install(idx, *args, env=env)
+    assert r.returncode == 2 and venv.is_dir() and not any(venv.iterdir())
+    r = install(idx, *args, "--torch", "2.13", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert dists(venv / "bin/python")["torch"] == "2.13.0+cpu"
+
+
+def test_with_torchvision_installs_the_cpu_build_from_the_pytorch_index(idx, tmp_path):
+    """--with torchvision: the build paired with the plan's torch (0.28 for 2.13), from the
+    PyTorch index (its +cpu build), never PyPI's higher CUDA 0.28.1; recorded as such."""
+    py = fresh(tmp_path, python=sys.executable)
+    r = install(idx, "--backend", "emulated", "--python", str(py), "--torch", "2.13",
+                "--with", "torchvision", "--installer", "pip", "--format", "json")
+    doc = as_json(r)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert dists(py)["torchvision"] == "0.28.0+cpu"
+    assert {"name": "torchvision", "requirement": "torchvision==0.28.*",
+            "index": "pytorch-cpu", "source": "index"} in doc["plan"]["requirements"]
+    pk = {p["name"]: p for p in doc["packages"]}
+    assert pk["torchvision"]["index"] == "pytorch-cpu", pk["torchvision"]
+    assert pk["torchvision"]["index_url"] == idx["pytorch"]
+    r = install(idx, "--backend", "emulated", "--python", str(py), "--torch", "2.13",
+                "--with", "timm", "--format", "json")
+    assert r.returncode == 2 and "no timm pairing" in as_json(r)["error"]["message"]
+
+
 def test_emulated_keeps_the_real_torch_already_there(idx, torch_python):
     r = install(idx, "--backend", "emulated", "--python", torch_python, "--dry-run",
                 "--format", "json")

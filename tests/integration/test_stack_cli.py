@@ -175,8 +175,8 @@ def test_healthy_233_root_passes_the_stack_checks(tmp_path, py):
     (lambda r: roots.trn2_host(r, tools=False), "tools.path", "fail", "not found"),
     (lambda r: roots.add_neuron_tools(roots.trn2_host(r, tools=False), on_path=False),
      "tools.path", "fail", "not on PATH"),
-    (lambda r: roots.trn2_host(r, efa=False), "net.efa", "fail", "no EFA devices"),
-    (lambda r: roots.make_container(roots.trn2_host(r, efa=False)), "net.efa", "fail",
+    (lambda r: roots.trn2_host(r, efa=False), "net.efa", "warn", "single-node host does not"),
+    (lambda r: roots.make_container(roots.trn2_host(r, efa=False)), "net.efa", "warn",
      "not passed in"),
     (lambda r: roots.make_container(roots.trn2_host(r, devices=0)), "container.devices", "fail",
      "no /dev/neuron*"),
@@ -189,6 +189,23 @@ def test_healthy_233_root_passes_the_stack_checks(tmp_path, py):
 def test_doctor_under_roots(tmp_path, py, build, check, status, words):
     res, _ = doctor(build(tmp_path / "r"), py)
     assert res[check]["status"] == status and words in res[check]["summary"], res[check]
+
+
+@pytest.mark.parametrize("args, env, status, words", [
+    ((), {}, "warn", "EFA matters only across nodes"),
+    (("--expect-efa",), {}, "fail", "multi-node intent: --expect-efa"),
+    (("--expect-efa", "--no-expect-efa"), {}, "warn", "doctor --expect-efa makes this"),
+    ((), {"SLURM_JOB_NUM_NODES": "4"}, "fail", "multi-node intent: SLURM_JOB_NUM_NODES=4"),
+    ((), {"SLURM_JOB_NUM_NODES": "1"}, "warn", "single-node host"),
+])
+def test_missing_efa_fails_only_with_a_multi_node_intent(tmp_path, py, args, env, status,
+                                                        words):
+    """A trn2.48xlarge without EFA: single node is a warning (exit 0); --expect-efa or a Slurm
+    job on several nodes fails it (exit 1)."""
+    res, p = doctor(roots.trn2_host(tmp_path / "r", efa=False), py, *args, env=cli_env(**env))
+    r = res["net.efa"]
+    assert r["status"] == status and words in r["summary"], r
+    assert p.returncode == (1 if status == "fail" else 0), p.stderr
 
 
 def test_doctor_cache_dir_not_writable_fails(tmp_path, py):

@@ -231,6 +231,9 @@ def test_efa_present_passes_and_types_without_efa_facts_skip():
     assert one("net.efa", host(instance="trn2.3xlarge", devices=1)).status == "skip"
 
 
+EXPECT = checks.Context(python_flag="/venv/bin/python", expect_efa=True)
+
+
 @pytest.mark.parametrize("efa, container, words", [
     (EfaFacts(), None, "no EFA devices"),
     (EfaFacts(("rdmap0s0",), ()), None, "no /dev/infiniband/uverbs"),
@@ -238,9 +241,34 @@ def test_efa_present_passes_and_types_without_efa_facts_skip():
     (EfaFacts(("rdmap0s0",), ("uverbs0",), "/opt/amazon/efa/bin/fi_info", 0), None,
      "no efa provider"),
 ])
-def test_efa_problems_fail(efa, container, words):
-    r = one("net.efa", host(efa=efa, container=container))
+def test_efa_problems_fail_with_a_multi_node_intent(efa, container, words):
+    r = checks.run_checks(host(efa=efa, container=container), M, EXPECT, ["net.efa"])[0]
     assert r.status == "fail" and words in r.summary and r.fix
+
+
+@pytest.mark.parametrize("efa, container", [(EfaFacts(), None), (EfaFacts(("rdmap0s0",), ()),
+                                                                 DOCKER)])
+def test_no_efa_on_a_single_node_host_warns_and_says_when_it_matters(efa, container):
+    r = one("net.efa", host(efa=efa, container=container))
+    assert r.status == "warn" and "EFA matters only across nodes" in r.summary
+    assert "--expect-efa" in r.summary and r.fix and r.observed["multi_node"] is None
+
+
+@pytest.mark.parametrize("env, intent", [
+    ({"SLURM_JOB_NUM_NODES": "2"}, "SLURM_JOB_NUM_NODES=2"),
+    ({"SLURM_NNODES": "8"}, "SLURM_NNODES=8"),
+    ({"SLURM_JOB_NUM_NODES": "1"}, None),
+    ({"SLURM_JOB_NUM_NODES": "x"}, None),
+])
+def test_a_slurm_job_on_several_nodes_is_a_multi_node_intent(env, intent):
+    r = one("net.efa", host(efa=EfaFacts(), env=env))
+    assert r.observed["multi_node"] == intent
+    assert r.status == ("fail" if intent else "warn")
+
+
+def test_broken_efa_fails_even_without_intent():
+    """EFA devices without uverbs nodes: the host was launched with EFA, so it is a fault."""
+    assert one("net.efa", host(efa=EfaFacts(("rdmap0s0",), ()))).status == "fail"
 
 
 # -- os.release: the Ubuntu 22.04 disagreement ---------------------------------------------------

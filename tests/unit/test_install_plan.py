@@ -37,6 +37,24 @@ def test_torch_213_and_the_key_changes_with_the_plan():
     assert make_plan(M, inputs()).key == a.key
 
 
+def test_with_adds_the_companion_paired_with_the_plans_torch_from_torchs_index():
+    p = make_plan(M, inputs(torch="2.13", companions=("torchvision", "torchaudio")))
+    assert [(r.spec, r.index) for r in p.requirements][-2:] == [
+        ("torchvision==0.28.*", "pytorch-cpu"), ("torchaudio>=2.11,<2.14", "pytorch-cpu")]
+    assert make_plan(M, inputs(companions=("torchvision",))).requirements[-1].spec == \
+        "torchvision==0.29.*"
+    e = make_plan(M, inputs(backend="emulated", torch="2.13", companions=("torchvision",)))
+    assert e.requirements[-1].spec == "torchvision==0.28.*" and e.key != make_plan(
+        M, inputs(backend="emulated", torch="2.13")).key
+
+
+def test_with_an_assumed_or_unknown_companion():
+    p = make_plan(M, inputs(companions=("torchao",)))
+    assert any("torchao: assumed pairing" in w for w in p.warnings)
+    with pytest.raises(ResolutionError, match=r"no timm pairing for torch 2\.14"):
+        make_plan(M, inputs(companions=("timm",)))
+
+
 @pytest.mark.parametrize("torch", ["2.12", "3", "x.y"])
 def test_unknown_torch_is_never_forced(torch):
     with pytest.raises(ResolutionError):

@@ -4,6 +4,8 @@
 # A failing doctor drains this node with a one-line reason (neuron-env runs scontrol itself:
 # --slurm-drain); a passing one resumes the node if neuron-env had drained it. Slurm kills a
 # health check after 60 s, so doctor runs under a @@TIMEOUT@@ s limit (+5 s to be killed).
+# --expect-efa: a Slurm node runs multi-node jobs, so a missing EFA fails (pass
+# --doctor-args --no-expect-efa for single-node partitions).
 set -u
 # slurmd runs health checks with an almost empty environment (no PATH); ParallelCluster keeps
 # scontrol in /opt/slurm/bin
@@ -13,7 +15,7 @@ LIMIT=@@TIMEOUT@@
 node="${SLURMD_NODENAME:-$(hostname -s)}"
 export SLURMD_NODENAME="$node"
 
-timeout -k 5 "$LIMIT" "$NEURON_ENV" doctor --format nhc --slurm-drain@@DOCTOR_ARGS@@
+timeout -k 5 "$LIMIT" "$NEURON_ENV" doctor --format nhc --slurm-drain --expect-efa@@DOCTOR_ARGS@@
 rc=$?
 case "$rc" in
   0|1|3|4) ;;  # doctor ran: --slurm-drain already drained or resumed the node

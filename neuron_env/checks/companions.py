@@ -1,0 +1,129 @@
+"""backend.companions: torchvision, torchaudio, torchao built for the torch that is installed.
+
+A companion ships C++ operators linked against one torch build. PyPI's torchvision is the CUDA
+build of its torch release: beside torch 2.13.0+cpu its import dies with `operator
+torchvision::nms does not exist` (which also breaks `import transformers`). The check judges
+the installed versions against the matrix's [[torch_companions]] table and the build variant
+(`+cpu`) against torch's, and (when doctor ran it: probes/companions.py) the real import."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from neuron_env.checks import check
+from neuron_env.probes.companions import COMPANION_MODULES
+from neuron_env.report.model import Result
+from neuron_env.util.versions import Ver
+
+DOCS = "https://pytorch.org/get-started/locally/"
+
+
+def _ver(text: str) -> Ver | None:
+    try:
+        return Ver(text)
+    except ValueError:
+        return None
+
+
+def _names(m: Any) -> list[str]:
+    out = list(m.torch_companion_names())
+    return out + [n for n in COMPANION_MODULES if n not in out]
+
+
+def torch_index_url(m: Any, ctx: Any, local: str | None) -> str | None:
+    """Where the build matching torch's variant lives: the matrix's torch index (a mirror
+    when overridden) for +cpu; PyPI (None) for a torch without a local tag."""
+    if local is None:
+        return None
+    idx = m.index_for("torch")
+    if local == "cpu" and idx is not None:
+        return str((ctx.index_overrides or {}).get(idx.name, idx.url))
+    return f"https://download.pytorch.org/whl/{local}"
+
+
+def fix_command(python: str, specs: list[str], url: str | None) -> str:
+    """Reinstall the companions' matching build (no dependencies: torch stays as it is)."""
+    cmd = (f"{shlex.quote(python)} -m pip install --force-reinstall --no-deps "
+           + " ".join(shlex.quote(s) for s in specs))
+    return cmd + (f" --index-url {shlex.quote(url)}" if url else "")
+
+
+def _judge(d: Any, row: Any, tver: Ver, imports: Any) -> tuple[str, str] | None:
+    """(status, problem) for one installed companion; None when it is right."""
+    cv = _ver(d.version)
+    minor = f"{tver.major}.{tver.minor}"
+    failed = imports.failure(COMPANION_MODULES.get(d.name.lower(), d.name)) if imports else None
+    if failed:
+        cause = failed.get("cause")
+        return "fail", (f"{d.name} {d.version} does not import beside torch {tver}: "
+                        f"{failed.get('error')}" + (f" (cause: {cause})" if cause else ""))
+    if row is not None and cv is not None and not row.spec.contains(cv.public,
+                                                                      prereleases=True):
+        how = f"assumed pairing: {row.assumed}" if row.assumed else "the matrix's pairing"
+        return ("warn" if row.assumed else "fail",
+                f"{d.name} {d.version} is not built for torch {minor} (wants {row.requirement}; "
+                f"{how})")
+    if cv is not None and cv.local != tver.local:
+        mine = f"+{cv.local}" if cv.local else "PyPI's default (CUDA) build"
+        return "warn", (f"{d.name} {d.version} is {mine}, torch {tver} is "
+                        f"{'+' + tver.local if tver.local else 'the default build'}"
+                        + ("" if imports else " (import not probed)"))
+    return None
+
+
+@check("backend.companions", "backend")
+def backend_companions(facts: Any, m: Any, ctx: Any) -> Result:
+    t = facts.target
+    if not t.usable:
+        return Result("backend.companions", "backend", "skip",
+                      "target interpreter unusable (see python.version)")
+    torch = t.dist("torch")
+    present = [d for d in (t.dist(n) for n in _names(m)) if d is not None]
+    if torch is None or not present:
+        return Result("backend.companions", "backend", "skip",
+                      "no torch companion installed (" + ", ".join(_names(m)) + ")"
+                      if torch is not None else "torch is not installed")
+    tver = _ver(torch.version)
+    if tver is None:
+        return Result("backend.companions", "backend", "skip",
+                      f"torch {torch.version} is not a version neuron-env can compare")
+    imports = getattr(facts, "companions", None)
+    minor = f"{tver.major}.{tver.minor}"
+    observed = {"torch": torch.version, **{d.name: d.version for d in present}}
+    details: dict[str, Any] = {"imports": imports.serialize() if imports else None}
+    if imports is not None and (imports.error or imports.torch_error):
+        details["probe"] = imports.error or f"torch does not import: {imports.torch_error}"
+    problems, wanted = [], []
+    for d in present:
+        row = m.torch_companion(d.name, minor)
+        got = _judge(d, row, tver, imports)
+        if got is None:
+            continue
+        problems.append(got)
+        wanted.append(row.requirement if row is not None else None)
+    expected = {c.name: c.requirement for c in m.torch_companions if c.torch == minor} or None
+    took = f" (import probe {imports.seconds:.1f}s)" if imports and imports.seconds else ""
+    if not problems:
+        status = "warn" if details.get("probe") else "pass"
+        extra = f"; {details['probe']}" if details.get("probe") else ""
+        return Result("backend.companions", "backend", status,
+                      ", ".join(f"{d.name} {d.version}" for d in present)
+                      + f" match torch {torch.version}{took}{extra}", observed=observed,
+                      expected=expected, details=details)
+    status = "fail" if any(s == "fail" for s, _ in problems) else "warn"
+    summary = problems[0][1] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+    details["problems"] = [p for _, p in problems]
+    specs = [w for w in wanted if w]
+    url = torch_index_url(m, ctx, tver.local)
+    if len(specs) == len(wanted):
+        cmd = fix_command(t.path, specs, url)
+        where = f"from {url}" if url else "from PyPI"
+        fix = f"install the builds for torch {torch.version} {where}: {cmd}"
+        return Result("backend.companions", "backend", status, summary + took,
+                      observed=observed, expected=expected, fix=fix, fix_command=cmd,
+                      fix_safe=True, docs=DOCS, details=details)
+    return Result("backend.companions", "backend", status, summary + took, observed=observed,
+                  expected=expected, details=details, docs=DOCS,
+                  fix=f"the matrix has no pairing for torch {minor}: install the companion "
+                      f"build published for torch {torch.version} (see {DOCS})")
