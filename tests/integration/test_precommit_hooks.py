@@ -4,25 +4,20 @@ hook on the files of a temporary git repository, as a user's commit would."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.helpers import wheelhouse as wh
+from tests.helpers.snippets import snippet
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 pytest.importorskip("pre_commit", reason="pre-commit (in the [test] extras) runs the hooks")
 
 XLA = "import torch_xla.core.xla_model as xm\n\ndev = xm.xla_device()\n"
 CLEAN = "import torch\n\nprint(torch.ones(2, device='neuron'))\n"
-# what pip needs offline: neuron-env's dependencies and its build backend (build isolation)
-BUILD = ["hatchling"]
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -33,37 +28,15 @@ def _git(cwd: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A commit of this working tree's files (try-repo installs a repository's HEAD)."""
-    out = tmp_path_factory.mktemp("hookrepo")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True, timeout=60).stdout
-    for rel in files.splitlines():
-        src = REPO / rel
-        if src.is_file() and not rel.startswith(("tests/", "benchmarks/")):
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, out / rel)
-    _git(out, "init", "-q")
-    _git(out, "add", "-A")
-    _git(out, "commit", "-q", "-m", "snapshot")
-    return out
+    """A commit of this working tree (try-repo installs a repository's HEAD)."""
+    return wh.snapshot(tmp_path_factory.mktemp("hookrepo"))
 
 
 @pytest.fixture(scope="module")
 def offline_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """pip with no index: neuron-env's dependencies and hatchling re-packed from this venv."""
-    house = tmp_path_factory.mktemp("hookwheels")
-    deps = [r for r in (metadata.distribution("neuron-env").requires or [])
-            if "extra ==" not in r]
-    from packaging.requirements import Requirement
-
-    names = [Requirement(r).name for r in deps if Requirement(r).marker is None
-             or Requirement(r).marker.evaluate({"extra": ""})]
-    for dist in wh._closure(names + BUILD):
-        wh.repack(dist, house)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PRE_COMMIT"))}
-    return {**env, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
-            "PIP_FIND_LINKS": str(house), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("precommit-home")),
+    env = wh.offline_pip_env(tmp_path_factory.mktemp("hookwheels"))
+    env = {k: v for k, v in env.items() if not k.startswith("PRE_COMMIT")}
+    return {**env, "PRE_COMMIT_HOME": str(tmp_path_factory.mktemp("precommit-home")),
             "VIRTUALENV_NO_DOWNLOAD": "1"}
 
 
@@ -125,3 +98,28 @@ def test_fail_on_is_overridable(hook_repo: Path, offline_env: dict[str, str],
     assert "cuda" in strict.stdout
     default = try_repo(hook_repo, "neuron-env-scan", work, offline_env, "c.py")
     assert default.returncode == 0, default.stdout + default.stderr
+
+
+def test_docs_config_snippet(hook_repo: Path, offline_env: dict[str, str],
+                             tmp_path: Path) -> None:
+    """docs/integrations.md's .pre-commit-config.yaml, pointed at this checkout: `--fail-on
+    error` lets an info finding through and stops an XLA import."""
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True,
+                         text=True, check=True, timeout=30).stdout.strip()
+    cfg = snippet("pre-commit-config")
+    assert "https://github.com/your-org/neuron-env" in cfg and "rev: v0.1.0" in cfg
+    work = _work(tmp_path, **{"c.py": "import torch\n\nx = torch.ones(2).cuda()\n",
+                              "t.py": XLA})
+    (work / ".pre-commit-config.yaml").write_text(
+        cfg.replace("https://github.com/your-org/neuron-env", str(hook_repo))
+        .replace("v0.1.0", rev))
+
+    def run(*files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--color", "never",
+                               "--files", *files], cwd=work, env=offline_env,
+                              capture_output=True, text=True, timeout=600)
+
+    info = run("c.py")
+    assert info.returncode == 0, info.stdout + info.stderr
+    xla = run("t.py")
+    assert xla.returncode == 1 and "xla.import" in xla.stdout, xla.stdout + xla.stderr
