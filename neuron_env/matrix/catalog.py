@@ -165,8 +165,7 @@ def provenance(m: Matrix) -> dict[str, Any]:
     """Which matrix a report used: `release`, `source` (its path), `bundled`, and `origin`
     (bundled, user: the user's matrix directory, file: a path given), `path`, the file's
     `sha256` and the matrix's `date`."""
-    import hashlib
-
+    from neuron_env.util.digest import sha256_hex
     from neuron_env.util.files import read_bounded
 
     path = Path(m.source)
@@ -180,6 +179,6 @@ def provenance(m: Matrix) -> dict[str, Any]:
     with contextlib.suppress(OSError):
         from neuron_env.matrix.loader import MAX_MATRIX
 
-        digest = hashlib.sha256(read_bounded(path, MAX_MATRIX)).hexdigest()
+        digest = sha256_hex(read_bounded(path, MAX_MATRIX))
     return {"release": m.release, "source": m.source, "bundled": m.bundled, "origin": origin,
             "path": str(path), "sha256": digest, "date": str(m.date) if m.date else None}

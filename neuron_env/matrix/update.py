@@ -17,7 +17,6 @@ written atomically. Pure decisions (`plan`) are apart from the I/O (`fetch`, `ap
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import urllib.parse
@@ -56,7 +55,9 @@ class Decision:
 
 
 def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    from neuron_env.util.digest import sha256_hex
+
+    return sha256_hex(data)
 
 
 def split_pin(url: str) -> tuple[str, str | None]:
