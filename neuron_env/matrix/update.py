@@ -150,9 +150,7 @@ def _read_s3(url: str, limit: int) -> bytes:
         raise ConfigurationError(f"{url}: expected s3://bucket/key")
     try:
         s3 = ssm_fleet.client("s3")
-        resp = ssm_fleet._call(s3.get_object, url, Bucket=bucket, Key=key,
-                               Range=f"bytes=0-{limit}")
-        return bytes(resp["Body"].read(limit + 1))
+        return ssm_fleet.s3_get_bounded(s3, bucket, key, limit)
     except AwsError as e:
         raise ConfigurationError(f"{url}: {e.message}", hint="check the bucket, key, region "
                                  "and s3:GetObject permission") from None

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import importlib
+
 
 def sha256_hex(data: bytes) -> str:
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found]  # 3.12+
-    except ImportError:
+    for name in ("_sha2", "_sha256", "hashlib"):
         try:
-            from _sha256 import sha256  # type: ignore[import-not-found,no-redef]  # <= 3.11
+            mod = importlib.import_module(name)
         except ImportError:
-            from hashlib import sha256  # type: ignore[assignment]
-    return str(sha256(data).hexdigest())
+            continue
+        return str(mod.sha256(data).hexdigest())
+    raise RuntimeError("no sha256 implementation")  # pragma: no cover (hashlib always is)
