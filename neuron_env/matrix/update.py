@@ -275,7 +275,7 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
                                     f"{_date(m) or 'none'}; the {same[0].origin} one is dated "
                                     f"{_date(old)})"))
                 continue
-            action = "replace" if same[0].origin == "user" else "install"
+            action = "replace" if Path(same[0].path).parent == target else "install"
             why = (f"a newer revision of Neuron {m.release}" if old is not None
                    else f"replaces an invalid Neuron {m.release}")
             out.append(Decision(f.url, m.release, digest, path, action,
