@@ -73,10 +73,13 @@ def matrix_update(source: str = typer.Option(..., "--from", metavar="URL|s3://BU
                   timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS"),
                   allow_older: bool = typer.Option(False, "--allow-older", help="Also add "
                                                    "releases older than the newest known."),
+                  manifest_key: Path = typer.Option(None, "--manifest-key", metavar="PEM",
+                                                    help="Require a signed manifest: "
+                                                    "URL.sig must verify with this public key."),
                   dry_run: bool = typer.Option(False, "--dry-run"),
                   format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Fetch newer matrix files (verified, validated) into the user's matrix directory."""
     from neuron_env.commands import matrix_update as cmd
 
     emit(lambda: cmd.update_doc(source, sha256, into, ca_bundle, timeout, allow_older,
-                                dry_run), format.value, cmd.SCHEMA)
+                                dry_run, manifest_key), format.value, cmd.SCHEMA)

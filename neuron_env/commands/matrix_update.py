@@ -26,12 +26,13 @@ def _load(entry: catalog.Entry) -> Matrix | None:
 
 
 def update_doc(source: str, pin: str | None, into: Path | None, ca_bundle: str | None,
-               timeout: float, allow_older: bool, dry_run: bool) -> Document:
+               timeout: float, allow_older: bool, dry_run: bool,
+               key: Path | None = None) -> Document:
     target = into or catalog.user_dir()
     if target is None:
         raise ConfigurationError("no user matrix directory: HOME is not set",
                                  hint=f"set {catalog.DIR_ENV_VAR} or pass --dir")
-    fetched = upd.fetch(source, pin, ca_bundle=ca_bundle, timeout=timeout)
+    fetched = upd.fetch(source, pin, ca_bundle=ca_bundle, timeout=timeout, key=key)
     known = catalog.available([target] if into is not None and catalog.scan(target) else [])
     decisions = upd.plan(fetched, target, known, _load, allow_older)
     code = upd.apply(decisions, dry_run)
@@ -39,7 +40,7 @@ def update_doc(source: str, pin: str | None, into: Path | None, ca_bundle: str |
         {"url": d.url, "release": d.release or None, "sha256": d.sha256, "path": d.path or None,
          "action": d.action, "reason": d.reason} for d in decisions]
     return Document(envelope(SCHEMA, code, source=upd.split_pin(source)[0], directory=str(target),
-                             dry_run=dry_run, files=files), update_text)
+                             dry_run=dry_run, signed=key is not None, files=files), update_text)
 
 
 def update_text(body: dict[str, Any]) -> str:

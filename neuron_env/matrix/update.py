@@ -6,17 +6,20 @@ manifest, a JSON document that pins each file it lists:
     {"schema": "neuron-env.matrix-manifest/1",
      "matrices": [{"url": "neuron-2.34.toml", "sha256": "<64 hex>"}]}
 
-(`url` absolute, or relative to the manifest's own URL). Every file is read bounded, checked
-against its pin, parsed and validated like `matrix validate` before anything is written; the
-file name written is `neuron-<release>.toml` from the matrix itself, never the remote name.
-Nothing replaces a good matrix with a worse one: an invalid file, a digest mismatch, a release
-older than the newest one already known, or an older revision of a known release (its `date`)
-refuses the WHOLE update (exit 2) and leaves the directory as it was; the files that pass are
-written atomically. Pure decisions (`plan`) are apart from the I/O (`fetch`, `apply`).
+(`url` absolute, or relative to the manifest's own URL). With `--manifest-key KEY.pem` the
+manifest must also be signed: `<manifest URL>.sig` verifies with the key (openssl). Every file
+is read bounded, checked against its pin, parsed and validated like `matrix validate` before
+anything is written; the file name written is `neuron-<release>.toml` from the matrix itself,
+never the remote name. Nothing replaces a good matrix with a worse one: an invalid file, a
+digest mismatch, a release older than the newest one already known, or an older revision of a
+known release (its `date`) refuses the WHOLE update (exit 2) and leaves the directory as it was;
+the files that pass are written atomically. Pure decisions (`plan`) are apart from the I/O
+(`fetch`, `apply`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import urllib.parse
@@ -33,6 +36,7 @@ MANIFEST_SCHEMA = "neuron-env.matrix-manifest/1"
 MAX_MATRIX = 1 << 20  # a matrix is a few KiB
 MAX_MANIFEST = 256 << 10
 MAX_FILES = 200
+MAX_SIGNATURE = 16 << 10
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -164,9 +168,48 @@ def _join(base: str, ref: str) -> str:
     return urllib.parse.urljoin(base, ref)
 
 
+def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
+                     timeout: float) -> None:
+    """A signed manifest: `<manifest URL>.sig` is a detached signature of the manifest's bytes
+    (raw, or base64 text), made with the private half of `key` (a PEM public key; RSA,
+    ECDSA or Ed25519 as `openssl dgst -sha256 -sign` makes it), checked by `openssl`."""
+    import base64
+    import binascii
+    import shutil
+    import tempfile
+
+    from neuron_env.util import proc
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise ConfigurationError("--manifest-key needs the openssl command, which is not on "
+                                 "PATH", hint="install openssl, or pin files by digest only")
+    if not key.is_file():
+        raise ConfigurationError(f"--manifest-key {key}: no such file")
+    sig = read_url(url + ".sig", MAX_SIGNATURE, ca_bundle=ca_bundle, timeout=timeout)
+    with contextlib.suppress(binascii.Error, ValueError):
+        text = sig.strip()
+        if text and all(c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+                        for c in text):
+            sig = base64.b64decode(text, validate=True)
+    with tempfile.TemporaryDirectory(prefix="neuron-env-verify-") as d:
+        (Path(d) / "manifest").write_bytes(data)
+        (Path(d) / "sig").write_bytes(sig)
+        res = proc.run([openssl, "dgst", "-sha256", "-verify", str(key), "-signature",
+                        str(Path(d) / "sig"), str(Path(d) / "manifest")], timeout=30)
+    if res.timed_out:
+        raise CommandTimeout("openssl did not verify the manifest's signature within 30 s")
+    if not res.ok:
+        raise ConfigurationError(f"{url}: the manifest's signature ({url}.sig) does not verify "
+                                 f"with {key}: refused, nothing changed",
+                                 hint="the manifest changed after it was signed, or it was "
+                                      "signed with another key")
+
+
 def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
-          timeout: float = 30.0) -> list[Fetched]:
-    """The files of `source` (a pinned matrix or a manifest), each checked against its pin."""
+          timeout: float = 30.0, key: Path | None = None) -> list[Fetched]:
+    """The files of `source` (a pinned matrix or a manifest), each checked against its pin;
+    with `key`, the source must be a manifest whose signature verifies with it."""
     url, frag_pin = split_pin(source)
     if pin and frag_pin and pin.lower() != frag_pin:
         raise ConfigurationError("--sha256 and the URL's #sha256= differ", hint="give one pin")
@@ -177,6 +220,11 @@ def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
     if pin:
         _check_pin(url, data, pin)
     manifest = _manifest(url, data)
+    if key is not None:
+        if manifest is None:
+            raise ConfigurationError(f"{url}: --manifest-key checks a manifest, and this is a "
+                                     "matrix file", hint="point --from at the signed manifest")
+        verify_signature(url, data, key, ca_bundle=ca_bundle, timeout=timeout)
     if manifest is None:
         if not pin:
             raise ConfigurationError(

@@ -4,13 +4,16 @@ saying which matrix it used."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as dt
 import functools
 import hashlib
 import json
+import shutil
 import socket
 import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -288,3 +291,46 @@ def test_docs_snippet(tmp_path: Path) -> None:
             code, doc, _ = update(user, *words[3:])
             assert code == 0, (line, doc)
     assert (user / "neuron-2.34.toml").read_text() == a
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_signed_manifest(tmp_path: Path) -> None:
+    """--manifest-key: `<manifest>.sig` must verify (openssl) with the given public key."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key, other = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    pub = tmp_path / "pub.pem"
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    site, user = tmp_path / "site", tmp_path / "user"
+    site.mkdir()
+    a = matrix("2.34")
+    (site / "neuron-2.34.toml").write_text(a)
+    manifest = _manifest([("neuron-2.34.toml", digest(a))]).encode()
+    (site / "index.json").write_bytes(manifest)
+    (site / "forged.json").write_bytes(manifest)
+    (site / "forged.json.sig").write_bytes(other.sign(manifest, ec.ECDSA(hashes.SHA256())))
+    (site / "tampered.json").write_bytes(manifest.replace(b"]}", b'], "x": 1}'))
+    sig = key.sign(manifest, ec.ECDSA(hashes.SHA256()))
+    (site / "tampered.json.sig").write_bytes(sig)
+    (site / "b64.json").write_bytes(manifest)
+    (site / "b64.json.sig").write_bytes(base64.b64encode(sig) + b"\n")  # base64 text works
+    # the publisher's side, as docs/integrations.md shows it: openssl signs index.json
+    (site / "matrices-signing-key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    signed = subprocess.run(["bash", "-c", snippet("sign-manifest")], cwd=site,
+                            capture_output=True, text=True, timeout=60)
+    assert signed.returncode == 0 and (site / "index.json.sig").exists(), signed.stderr
+    with serve(site) as url:
+        for name, why in (("forged.json", "does not verify"), ("tampered.json",
+                                                                 "does not verify"),
+                          ("neuron-2.34.toml", "checks a manifest")):
+            code, doc, _ = update(user, "--from", f"{url}/{name}", "--manifest-key", str(pub))
+            assert code == 2 and why in doc["error"]["message"], doc
+            assert not user.exists()
+        code, doc, _ = update(user, "--from", f"{url}/index.json", "--manifest-key", str(pub))
+        assert code == 0 and doc["signed"] is True and doc["files"][0]["action"] == "install"
+        code, doc, _ = update(user, "--from", f"{url}/b64.json", "--manifest-key", str(pub))
+        assert code == 0 and doc["files"][0]["action"] == "unchanged"
