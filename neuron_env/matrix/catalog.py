@@ -128,7 +128,8 @@ def _by_release(name: str, entries: list[Entry]) -> Entry | None:
 
 
 def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Matrix:
-    """Load the matrix named by `spec` (flag), else $NEURON_ENV_MATRIX, else the newest bundled."""
+    """Load the matrix named by `spec` (flag), else $NEURON_ENV_MATRIX, else the newest release
+    of the user's matrix directory and the bundled set."""
     source = "--matrix"
     if not spec:
         spec = os.environ.get(ENV_VAR) or None
