@@ -13,7 +13,7 @@ MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>
 @matrix_app.command("list")
 def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
                 format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
-    """List the bundled matrices (and those in --matrix-dir)."""
+    """List the matrices: bundled, the user's matrix directory and --matrix-dir."""
     from neuron_env.commands import matrix_cmd
 
     emit(lambda: matrix_cmd.list_doc(matrix_dir or []), format.value,
