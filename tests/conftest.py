@@ -43,6 +43,9 @@ def pytest_configure(config):
     """neuron-env's own cache (matrix/cache.py) in a temporary directory, never in ~, from
     collection on (test modules load matrices at import)."""
     os.environ["NEURON_ENV_CACHE_DIR"] = tempfile.mkdtemp(prefix="ne-test-cache-")
+    # the user's matrix directory (matrix update): an empty one, never ~/.local/share's
+    os.environ["NEURON_ENV_MATRIX_DIR"] = os.path.join(os.environ["NEURON_ENV_CACHE_DIR"],
+                                                       "user-matrices")
 
 
 def pytest_unconfigure(config):
@@ -64,7 +67,7 @@ def cli_env(**extra: str) -> dict[str, str]:
     """Environment for running the CLI as a subprocess: IMDS off unless a test sets it."""
     env = {k: v for k, v in os.environ.items()
            if (not k.startswith(("NEURON_ENV_", "AWS_EC2_METADATA")) and k != "VIRTUAL_ENV")
-           or k == "NEURON_ENV_CACHE_DIR"}
+           or k in ("NEURON_ENV_CACHE_DIR", "NEURON_ENV_MATRIX_DIR")}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     env.update(extra)
     return {k: v for k, v in env.items() if v is not None}

@@ -105,3 +105,10 @@ def s3_keys(s3, bucket: str, prefix: str) -> list[str]:
         if not resp.get("IsTruncated"):
             return keys
         kw["ContinuationToken"] = resp["NextContinuationToken"]
+
+
+def s3_get_bounded(s3: Any, bucket: str, key: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of an object (a Range request): the caller refuses more."""
+    resp = _call(s3.get_object, f"s3://{bucket}/{key}", Bucket=bucket, Key=key,
+                 Range=f"bytes=0-{limit}")
+    return bytes(resp["Body"].read(limit + 1))

@@ -13,7 +13,7 @@ MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>
 @matrix_app.command("list")
 def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
                 format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
-    """List the bundled matrices (and those in --matrix-dir)."""
+    """List the matrices: bundled, the user's matrix directory and --matrix-dir."""
     from neuron_env.commands import matrix_cmd
 
     emit(lambda: matrix_cmd.list_doc(matrix_dir or []), format.value,
@@ -56,3 +56,30 @@ def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.j
 
     emit(lambda: matrix_cmd.import_doc(manifest, out, split(release), dry_run), format.value,
          "neuron-env.matrix-import/1")
+
+
+@matrix_app.command("update")
+def matrix_update(source: str = typer.Option(..., "--from", metavar="URL|s3://BUCKET/KEY",
+                                             help="A matrix TOML pinned as URL#sha256=HEX, or a "
+                                             "manifest (JSON) that pins each file's sha256."),
+                  sha256: str = typer.Option(None, "--sha256", help="The pinned digest of a "
+                                             "single matrix file (instead of #sha256=)."),
+                  into: Path = typer.Option(None, "--dir", help="Write here instead of the "
+                                            "user's matrix directory ($NEURON_ENV_MATRIX_DIR, "
+                                            "else ~/.local/share/neuron-env/matrices)."),
+                  ca_bundle: str = typer.Option(None, "--ca-bundle", metavar="FILE",
+                                                help="CA certificates for https:// (default: "
+                                                "the system's, or SSL_CERT_FILE)."),
+                  timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS"),
+                  allow_older: bool = typer.Option(False, "--allow-older", help="Also add "
+                                                   "releases older than the newest known."),
+                  manifest_key: Path = typer.Option(None, "--manifest-key", metavar="PEM",
+                                                    help="Require a signed manifest: "
+                                                    "URL.sig must verify with this public key."),
+                  dry_run: bool = typer.Option(False, "--dry-run"),
+                  format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
+    """Fetch newer matrix files (verified, validated) into the user's matrix directory."""
+    from neuron_env.commands import matrix_update as cmd
+
+    emit(lambda: cmd.update_doc(source, sha256, into, ca_bundle, timeout, allow_older,
+                                dry_run, manifest_key), format.value, cmd.SCHEMA)

@@ -126,7 +126,7 @@ def reduce(facts, matrix, opts: DoctorOptions, results: list[Result], published:
     code = max(exit_code(results, opts.strict), forced)
     return Report(
         schema=SCHEMA, tool=TOOL,
-        matrix={"release": matrix.release, "source": matrix.source, "bundled": matrix.bundled},
+        matrix=catalog.provenance(matrix),
         target=target_doc(facts, matrix, opts.all_packages), results=(*results, *published),
         exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3),

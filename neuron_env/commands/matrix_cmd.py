@@ -18,7 +18,8 @@ SCHEMA = "neuron-env.matrix/1"
 def list_doc(extra_dirs: list[Path]) -> Document:
     entries = catalog.available(extra_dirs)
     return Document(envelope("neuron-env.matrix-list/1", 0, matrices=[
-        {"release": e.release, "path": str(e.path), "bundled": e.bundled, "default": i == 0}
+        {"release": e.release, "path": str(e.path), "bundled": e.bundled, "default": i == 0,
+         "origin": e.origin}
         for i, e in enumerate(entries)]), list_text)
 
 
@@ -28,7 +29,8 @@ def list_text(body: dict) -> str:
     lines = [f"{'RELEASE':<10} {'SOURCE':<9} PATH"]
     for e in body["matrices"]:
         tag = " (default)" if e["default"] else ""
-        lines.append(f"{e['release']:<10} {'bundled' if e['bundled'] else 'dir':<9} "
+        origin = e.get("origin") or ("bundled" if e["bundled"] else "dir")
+        lines.append(f"{e['release']:<10} {origin:<9} "
                      f"{e['path']}{tag}")
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,9 @@
-"""Where matrices live: the bundled set, `--matrix NAME|PATH|DIR`, `NEURON_ENV_MATRIX`.
+"""Where matrices live: the bundled set, the user's matrix directory (`matrix update` fills
+it), `--matrix NAME|PATH|DIR`, `NEURON_ENV_MATRIX`.
+
+Precedence: `--matrix` (or `NEURON_ENV_MATRIX`) names one; otherwise the newest release among
+`--matrix-dir` directories, the user's directory and the bundled set. A release present in
+more than one comes from the first of: `--matrix-dir`, the user's directory, bundled.
 
 Only the selected file is parsed: the release number is read from the file name
 (`neuron-<release>.toml`), so choosing the newest release costs one parse.
@@ -6,10 +11,12 @@ Only the selected file is parsed: the release number is read from the file name
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from neuron_env.errors import ConfigurationError, MatrixError, Problem
 from neuron_env.matrix.loader import load_file
@@ -18,6 +25,7 @@ from neuron_env.util.record import record
 from neuron_env.util.versions import Ver
 
 ENV_VAR = "NEURON_ENV_MATRIX"
+DIR_ENV_VAR = "NEURON_ENV_MATRIX_DIR"
 _FILE = re.compile(r"^neuron-(?P<release>[0-9][0-9A-Za-z.]*)\.toml$")
 
 
@@ -26,6 +34,7 @@ class Entry:
     release: str
     path: Path
     bundled: bool
+    origin: str = ""  # bundled, user (the user's matrix directory) or dir (--matrix-dir)
 
     @property
     def version(self) -> Ver:
@@ -46,7 +55,21 @@ def bundled_dir() -> Path:
     return here.parent / "matrices"
 
 
-def scan(directory: Path, bundled: bool = False) -> list[Entry]:
+def user_dir() -> Path | None:
+    """The user's matrix directory: `$NEURON_ENV_MATRIX_DIR`, else
+    `$XDG_DATA_HOME/neuron-env/matrices` (default `~/.local/share/neuron-env/matrices`);
+    None when no absolute directory can be named (no HOME)."""
+    mine = os.environ.get(DIR_ENV_VAR)
+    if mine:
+        return Path(mine).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"),
+                                                           ".local", "share")
+    if not os.path.isabs(base):
+        return None
+    return Path(base) / "neuron-env" / "matrices"
+
+
+def scan(directory: Path, bundled: bool = False, origin: str = "") -> list[Entry]:
     """Matrix files in `directory`, newest release first."""
     out = []
     try:
@@ -61,7 +84,8 @@ def scan(directory: Path, bundled: bool = False) -> list[Entry]:
             _version(m.group("release"))
         except ValueError:
             continue
-        out.append(Entry(m.group("release"), directory / name, bundled))
+        out.append(Entry(m.group("release"), directory / name, bundled,
+                         origin or ("bundled" if bundled else "dir")))
     return sorted(out, key=lambda e: e.version, reverse=True)
 
 
@@ -77,6 +101,9 @@ def available(extra_dirs: list[Path] | None = None) -> list[Entry]:
                 f"--matrix-dir {d}: no matrix files (neuron-<release>.toml) in it",
                 hint="create one with 'neuron-env matrix import' or copy a bundled one")
         entries += found
+    user = user_dir()
+    if user is not None:
+        entries += scan(user, origin="user")
     entries += scan(bundled_dir(), bundled=True)
     seen, out = set(), []
     for e in entries:  # an extra directory shadows a bundled release of the same number
@@ -101,7 +128,8 @@ def _by_release(name: str, entries: list[Entry]) -> Entry | None:
 
 
 def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Matrix:
-    """Load the matrix named by `spec` (flag), else $NEURON_ENV_MATRIX, else the newest bundled."""
+    """Load the matrix named by `spec` (flag), else $NEURON_ENV_MATRIX, else the newest release
+    of the user's matrix directory and the bundled set."""
     source = "--matrix"
     if not spec:
         spec = os.environ.get(ENV_VAR) or None
@@ -132,3 +160,26 @@ def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Mat
             f"{', …' if len(entries) > 12 else ''})",
             hint="run 'neuron-env matrix list', or pass a path to a matrix TOML file")
     return load_file(entry.path, bundled=entry.bundled)
+
+
+def provenance(m: Matrix) -> dict[str, Any]:
+    """Which matrix a report used: `release`, `source` (its path), `bundled`, and `origin`
+    (bundled, user: the user's matrix directory, file: a path given), `path`, the file's
+    `sha256` and the matrix's `date`."""
+    from neuron_env.util.digest import sha256_hex
+    from neuron_env.util.files import read_bounded
+
+    path = Path(m.source)
+    origin = "bundled" if m.bundled else "file"
+    user = user_dir()
+    if not m.bundled and user is not None:
+        with contextlib.suppress(OSError):
+            if path.resolve().parent == user.resolve():
+                origin = "user"
+    digest = None
+    with contextlib.suppress(OSError):
+        from neuron_env.matrix.loader import MAX_MATRIX
+
+        digest = sha256_hex(read_bounded(path, MAX_MATRIX))
+    return {"release": m.release, "source": m.source, "bundled": m.bundled, "origin": origin,
+            "path": str(path), "sha256": digest, "date": str(m.date) if m.date else None}

@@ -58,4 +58,21 @@ def render(report: Report, now: float | None = None) -> str:
         *_family("neuron_env_doctor_last_run_timestamp_seconds", "When this doctor run ended "
                  "(Unix time).", [("", round(time.time() if now is None else now, 3))]),
     ]
+    busbw = _busbw(report)
+    if busbw:
+        lines += _family("neuron_env_collectives_busbw_bytes_per_second", "Peak bus bandwidth "
+                         "of each collective the run measured (nccl-tests busbw).", busbw)
     return "\n".join(lines) + "\n"
+
+
+def _busbw(report: Report) -> list[tuple[str, float]]:
+    """(labels, bytes/s) per collectives result that measured a bandwidth (doctor --smoke
+    --collectives: collectives.all_reduce; `collectives`: one per op)."""
+    out = []
+    for r in report.results:
+        obs = r.observed if isinstance(r.observed, dict) else {}
+        gbps = obs.get("peak_busbw_gbps")
+        if r.category == "collectives" and isinstance(gbps, (int, float)):
+            op = r.id.split(".", 1)[-1]
+            out.append((_labels(check=r.id, op=op), round(float(gbps) * 1e9, 3)))
+    return out

@@ -82,6 +82,16 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     against = f"against Neuron {m.get('release')}; " if m else ""
     emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") else ""
     lines.append("")
+    if m.get("origin"):  # doctor: which matrix, from where (bundled, user, file)
+        lines.append(matrix_line(m))
     lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
                  f"{report.exit_code}){emulated}")
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
+
+
+def matrix_line(m: dict) -> str:
+    """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…) /path/neuron-2.34.toml`"""
+    facts = [m["origin"], m.get("date"),
+             f"sha256 {m['sha256'][:12]}…" if m.get("sha256") else None]
+    return (f"matrix: Neuron {m.get('release')} ({', '.join(f for f in facts if f)}) "
+            f"{m.get('path') or m.get('source') or ''}").rstrip()

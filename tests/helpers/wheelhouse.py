@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -85,4 +86,35 @@ def build(out: Path) -> Path:
                           if Requirement(r).marker is None
                           or Requirement(r).marker.evaluate({"extra": ""})]):
         repack(dist, out)
+    return out
+
+
+def offline_pip_env(out: Path, build_backend: tuple[str, ...] = ("hatchling",)) -> dict[str, str]:
+    """An environment in which pip installs neuron-env FROM SOURCE with no index: its
+    dependencies and its build backend (for build isolation) re-packed from this venv into
+    `out`; this machine's pip configuration is left out."""
+    out.mkdir(parents=True, exist_ok=True)
+    deps = [Requirement(r) for r in (metadata.distribution("neuron-env").requires or [])
+            if "extra ==" not in r]
+    names = [r.name for r in deps if r.marker is None or r.marker.evaluate({"extra": ""})]
+    for dist in _closure(names + list(build_backend)):
+        repack(dist, out)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    return {**env, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(out), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def snapshot(out: Path) -> Path:
+    """A git repository holding one commit of this working tree's project files (tracked and
+    untracked-but-not-ignored; no tests or benchmarks): what an installer of a checkout sees."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True, timeout=60).stdout
+    for rel in files.splitlines():
+        src = REPO / rel
+        if src.is_file() and not rel.startswith(("tests/", "benchmarks/")):
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, out / rel)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
+        subprocess.run([*git, *args], cwd=out, check=True, capture_output=True, timeout=60)
     return out

@@ -1,0 +1,368 @@
+"""`matrix update --from URL|s3://…`: fetch matrix files into the user's matrix directory.
+
+A source is one matrix TOML pinned by its digest (`URL#sha256=HEX` or `--sha256 HEX`), or a
+manifest, a JSON document that pins each file it lists:
+
+    {"schema": "neuron-env.matrix-manifest/1",
+     "matrices": [{"url": "neuron-2.34.toml", "sha256": "<64 hex>"}]}
+
+(`url` absolute, or relative to the manifest's own URL). With `--manifest-key KEY.pem` the
+manifest must also be signed: `<manifest URL>.sig` verifies with the key (openssl). Every file
+is read bounded, checked against its pin, parsed and validated like `matrix validate` before
+anything is written; the file name written is `neuron-<release>.toml` from the matrix itself,
+never the remote name. Nothing replaces a good matrix with a worse one: an invalid file, a
+digest mismatch, a release older than the newest one already known, or an older revision of a
+known release (its `date`) refuses the WHOLE update (exit 2) and leaves the directory as it was;
+the files that pass are written atomically. Pure decisions (`plan`) are apart from the I/O
+(`fetch`, `apply`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from neuron_env.errors import CommandTimeout, ConfigurationError, MatrixError
+from neuron_env.matrix import catalog
+from neuron_env.matrix.model import Matrix
+from neuron_env.util.record import record
+from neuron_env.util.versions import Ver
+
+MANIFEST_SCHEMA = "neuron-env.matrix-manifest/1"
+MAX_MATRIX = 1 << 20  # a matrix is a few KiB
+MAX_MANIFEST = 256 << 10
+MAX_FILES = 200
+MAX_SIGNATURE = 16 << 10
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+@record
+class Fetched:
+    url: str
+    data: bytes
+    pinned: str  # the sha256 the file had to have
+
+
+@record
+class Decision:
+    url: str
+    release: str
+    sha256: str
+    path: str  # where it goes (or would go)
+    action: str  # install, replace, unchanged, refused
+    reason: str = ""
+    text: str = ""
+
+
+def sha256(data: bytes) -> str:
+    from neuron_env.util.digest import sha256_hex
+
+    return sha256_hex(data)
+
+
+def split_pin(url: str) -> tuple[str, str | None]:
+    """`URL#sha256=HEX` -> (URL, HEX); a fragment that is not a sha256 pin is an error."""
+    base, _, frag = url.partition("#")
+    if not frag:
+        return base, None
+    key, _, value = frag.partition("=")
+    value = value.lower()
+    if key != "sha256" or not _HEX.match(value):
+        raise ConfigurationError(f"{url}: the fragment must be #sha256=<64 hex digits>",
+                                 hint="pin the file: URL#sha256=$(sha256sum FILE)")
+    return base, value
+
+
+# --- I/O: bounded reads from file://, http(s)://, s3:// -----------------------------------
+
+def read_url(url: str, limit: int, *, ca_bundle: str | None = None,
+             timeout: float = 30.0) -> bytes:
+    """At most `limit` bytes of `url`; more is refused, not truncated."""
+    scheme = urllib.parse.urlsplit(url).scheme
+    if scheme == "s3":
+        data = _read_s3(url, limit)
+    elif scheme in ("http", "https"):
+        data = _read_http(url, limit, ca_bundle, timeout)
+    elif scheme == "file":
+        data = _read_file(url, limit)
+    else:
+        raise ConfigurationError(f"{url}: unsupported source (use https://, http://, file:// "
+                                 "or s3://)", hint="matrix update --from https://host/"
+                                 "neuron-2.34.toml#sha256=HEX")
+    if len(data) > limit:
+        raise ConfigurationError(f"{url}: larger than {limit} bytes: not a matrix or manifest")
+    return data
+
+
+def _read_file(url: str, limit: int) -> bytes:
+    from urllib.request import url2pathname
+
+    from neuron_env.util.files import FileProblem, read_bounded
+
+    parts = urllib.parse.urlsplit(url)
+    path = url2pathname(parts.path)
+    try:
+        return read_bounded(path, limit)
+    except FileProblem as e:
+        raise ConfigurationError(f"{url}: {e.why}") from None
+    except OSError as e:
+        raise ConfigurationError(f"{url}: cannot be read: {e.strerror or e}") from None
+
+
+def _read_http(url: str, limit: int, ca_bundle: str | None, timeout: float) -> bytes:
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    from neuron_env import __version__
+
+    ctx = None
+    if urllib.parse.urlsplit(url).scheme == "https":
+        try:
+            ctx = ssl.create_default_context(cafile=ca_bundle)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
+    req = urllib.request.Request(url, headers={"User-Agent": f"neuron-env/{__version__}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
+            return bytes(resp.read(limit + 1))
+    except urllib.error.HTTPError as e:
+        raise ConfigurationError(f"{url}: HTTP {e.code} {e.reason}") from None
+    except TimeoutError:
+        raise CommandTimeout(f"{url}: no answer within {timeout:g} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, TimeoutError):
+            raise CommandTimeout(f"{url}: no answer within {timeout:g} s") from None
+        hint = ("pass the server's CA with --ca-bundle FILE (or SSL_CERT_FILE)"
+                if isinstance(e.reason, ssl.SSLError) else "check the URL and the network")
+        raise ConfigurationError(f"{url}: {e.reason}", hint=hint) from None
+    except OSError as e:
+        raise ConfigurationError(f"{url}: {e}") from None
+
+
+def _read_s3(url: str, limit: int) -> bytes:
+    from neuron_env.aws import ssm_fleet
+    from neuron_env.errors import AwsError
+
+    parts = urllib.parse.urlsplit(url)
+    bucket, key = parts.netloc, parts.path.lstrip("/")
+    if not bucket or not key:
+        raise ConfigurationError(f"{url}: expected s3://bucket/key")
+    try:
+        s3 = ssm_fleet.client("s3")
+        return ssm_fleet.s3_get_bounded(s3, bucket, key, limit)
+    except AwsError as e:
+        raise ConfigurationError(f"{url}: {e.message}", hint="check the bucket, key, region "
+                                 "and s3:GetObject permission") from None
+
+
+def _join(base: str, ref: str) -> str:
+    if urllib.parse.urlsplit(ref).scheme:
+        return ref
+    if base.startswith("s3://"):
+        return base.rsplit("/", 1)[0] + "/" + ref
+    return urllib.parse.urljoin(base, ref)
+
+
+def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
+                     timeout: float) -> None:
+    """A signed manifest: `<manifest URL>.sig` is a detached signature of the manifest's bytes
+    (raw, or base64 text), made with the private half of `key` (a PEM public key; RSA,
+    ECDSA or Ed25519 as `openssl dgst -sha256 -sign` makes it), checked by `openssl`."""
+    import base64
+    import binascii
+    import shutil
+    import tempfile
+
+    from neuron_env.util import proc
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise ConfigurationError("--manifest-key needs the openssl command, which is not on "
+                                 "PATH", hint="install openssl, or pin files by digest only")
+    if not key.is_file():
+        raise ConfigurationError(f"--manifest-key {key}: no such file")
+    sig = read_url(url + ".sig", MAX_SIGNATURE, ca_bundle=ca_bundle, timeout=timeout)
+    with contextlib.suppress(binascii.Error, ValueError):
+        text = sig.strip()
+        if text and all(c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+                        for c in text):
+            sig = base64.b64decode(text, validate=True)
+    with tempfile.TemporaryDirectory(prefix="neuron-env-verify-") as d:
+        (Path(d) / "manifest").write_bytes(data)
+        (Path(d) / "sig").write_bytes(sig)
+        res = proc.run([openssl, "dgst", "-sha256", "-verify", str(key), "-signature",
+                        str(Path(d) / "sig"), str(Path(d) / "manifest")], timeout=30)
+    if res.timed_out:
+        raise CommandTimeout("openssl did not verify the manifest's signature within 30 s")
+    if not res.ok:
+        raise ConfigurationError(f"{url}: the manifest's signature ({url}.sig) does not verify "
+                                 f"with {key}: refused, nothing changed",
+                                 hint="the manifest changed after it was signed, or it was "
+                                      "signed with another key")
+
+
+def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
+          timeout: float = 30.0, key: Path | None = None) -> list[Fetched]:
+    """The files of `source` (a pinned matrix or a manifest), each checked against its pin;
+    with `key`, the source must be a manifest whose signature verifies with it."""
+    url, frag_pin = split_pin(source)
+    if pin and frag_pin and pin.lower() != frag_pin:
+        raise ConfigurationError("--sha256 and the URL's #sha256= differ", hint="give one pin")
+    pin = (pin or frag_pin or "").lower() or None
+    if pin and not _HEX.match(pin):
+        raise ConfigurationError(f"--sha256 {pin}: not 64 hex digits")
+    data = read_url(url, max(MAX_MATRIX, MAX_MANIFEST), ca_bundle=ca_bundle, timeout=timeout)
+    if pin:
+        _check_pin(url, data, pin)
+    manifest = _manifest(url, data)
+    if key is not None:
+        if manifest is None:
+            raise ConfigurationError(f"{url}: --manifest-key checks a manifest, and this is a "
+                                     "matrix file", hint="point --from at the signed manifest")
+        verify_signature(url, data, key, ca_bundle=ca_bundle, timeout=timeout)
+    if manifest is None:
+        if not pin:
+            raise ConfigurationError(
+                f"{url}: a matrix file without a pinned digest: refused",
+                hint=f"pin it: --from '{url}#sha256=<sha256 of the file>', or publish a "
+                     "manifest that lists each file's sha256")
+        return [Fetched(url, data, pin)]
+    out = []
+    for item in manifest:
+        file_url = _join(url, item["url"])
+        body = read_url(file_url, MAX_MATRIX, ca_bundle=ca_bundle, timeout=timeout)
+        _check_pin(file_url, body, item["sha256"])
+        out.append(Fetched(file_url, body, item["sha256"]))
+    return out
+
+
+def _check_pin(url: str, data: bytes, pin: str) -> None:
+    got = sha256(data)
+    if got != pin:
+        raise ConfigurationError(f"{url}: sha256 {got} does not match the pinned {pin}: "
+                                 "refused, nothing changed",
+                                 hint="the file changed since it was pinned, or the pin is "
+                                      "wrong; check where it comes from")
+
+
+def _manifest(url: str, data: bytes) -> list[dict[str, str]] | None:
+    """The manifest's entries, or None when `data` is not a manifest (a matrix TOML)."""
+    head = data.lstrip()[:1]
+    if head not in (b"{", b"["):
+        return None
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ConfigurationError(f"{url}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
+        raise ConfigurationError(f"{url}: not a matrix manifest (schema "
+                                 f"{MANIFEST_SCHEMA!r} expected)")
+    items = doc.get("matrices")
+    if not isinstance(items, list) or not items or len(items) > MAX_FILES:
+        raise ConfigurationError(f"{url}: 'matrices' must list 1 to {MAX_FILES} files")
+    out = []
+    for i, it in enumerate(items):
+        ok = (isinstance(it, dict) and isinstance(it.get("url"), str) and it["url"]
+              and isinstance(it.get("sha256"), str) and _HEX.match(it["sha256"].lower()))
+        if not ok:
+            raise ConfigurationError(f"{url}: matrices[{i}] needs 'url' and 'sha256' (64 hex "
+                                     "digits)")
+        out.append({"url": it["url"], "sha256": it["sha256"].lower()})
+    return out
+
+
+# --- pure: what to do with each fetched file ----------------------------------------------
+
+def _date(m: Matrix | None) -> str:
+    return str(m.date or "") if m else ""
+
+
+def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
+         load: Any, allow_older: bool = False) -> list[Decision]:
+    """Decide per file. `known`: the matrices there are now (user dir and bundled);
+    `load(entry) -> Matrix | None` reads a known one (None: it is invalid)."""
+    from neuron_env.matrix.loader import parse_text
+
+    newest = known[0].version if known else None
+    out: list[Decision] = []
+    seen: set[str] = set()
+    for f in fetched:
+        digest = sha256(f.data)
+        try:
+            text = f.data.decode("utf-8")
+            m = parse_text(text, f.url)
+        except UnicodeDecodeError:
+            out.append(Decision(f.url, "", digest, "", "refused", "not UTF-8 text"))
+            continue
+        except MatrixError as e:
+            why = "; ".join(f"{p.path or '-'}: {p.message}" for p in e.problems[:5])
+            out.append(Decision(f.url, "", digest, "", "refused",
+                                f"fails matrix validate: {why}"))
+            continue
+        path = str(target / f"neuron-{m.release}.toml")
+        same = [e for e in known if e.release == m.release]
+        if m.release in seen:
+            out.append(Decision(f.url, m.release, digest, path, "refused",
+                                f"Neuron {m.release} listed twice"))
+            continue
+        seen.add(m.release)
+        if any(_digest_of(e.path) == digest for e in same):
+            out.append(Decision(f.url, m.release, digest, path, "unchanged",
+                                "already there, same digest"))
+            continue
+        if same:
+            old = load(same[0])
+            if old is not None and _date(m) < _date(old):
+                out.append(Decision(f.url, m.release, digest, path, "refused",
+                                    f"an older revision of Neuron {m.release} (dated "
+                                    f"{_date(m) or 'none'}; the {same[0].origin} one is dated "
+                                    f"{_date(old)})"))
+                continue
+            action = "replace" if Path(same[0].path).parent == target else "install"
+            why = (f"a newer revision of Neuron {m.release}" if old is not None
+                   else f"replaces an invalid Neuron {m.release}")
+            out.append(Decision(f.url, m.release, digest, path, action,
+                                why if action == "replace" else
+                                f"shadows the {same[0].origin} Neuron {m.release}",
+                                text))
+            continue
+        if newest is not None and Ver(m.release) < newest and not allow_older:
+            out.append(Decision(f.url, m.release, digest, path, "refused",
+                                f"Neuron {m.release} is older than the newest known release "
+                                f"({known[0].release}); --allow-older adds it anyway"))
+            continue
+        out.append(Decision(f.url, m.release, digest, path, "install", "new release", text))
+    return out
+
+
+def _digest_of(path: Path) -> str | None:
+    from neuron_env.matrix.loader import MAX_MATRIX as LOADER_MAX
+    from neuron_env.util.files import read_bounded
+
+    try:
+        return sha256(read_bounded(path, LOADER_MAX))
+    except OSError:
+        return None
+
+
+def apply(decisions: list[Decision], dry_run: bool = False) -> int:
+    """Write the accepted files (all or none): exit 2 when any was refused."""
+    if any(d.action == "refused" for d in decisions):
+        return 2
+    if not dry_run:
+        from neuron_env.util.atomic import write_atomic
+
+        for d in decisions:
+            if d.action in ("install", "replace"):
+                write_atomic(d.path, d.text)
+    return 0
+
+
+def known_entries() -> list[catalog.Entry]:
+    """The user directory's and the bundled matrices, newest first (no --matrix-dir)."""
+    return catalog.available([])
