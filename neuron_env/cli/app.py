@@ -158,8 +158,8 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
     if not getattr(err, "reports_written", False):
         write_error_reports(reports, schema, code, payload)
     if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
-        line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
-        sys.stdout.write(redact.text(line)[:120] + "\n")
+        line = " ".join(redact.mask(f"ERROR: neuron-env: {payload['message']}").split())
+        sys.stdout.write(line[:120] + "\n")
     elif fmt != "text":
         sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(redact.text(f"neuron-env: {text}\n"))

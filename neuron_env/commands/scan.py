@@ -3,11 +3,7 @@ from the source alone (never importing or running it). Returns a Document."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +63,7 @@ def apply_fixes(changed: list[dict]) -> dict[str, Any]:
     """Write each rewritten file atomically (same encoding, same mode); a file that changed
     since it was read is left alone."""
     from neuron_env.scan import source
+    from neuron_env.util import atomic
 
     applied, files, refused = 0, [], []
     for r in changed:
@@ -76,27 +73,13 @@ def apply_fixes(changed: list[dict]) -> dict[str, Any]:
             if now != r["old_text"]:
                 refused.append({"path": r["path"], "reason": "changed during the scan"})
                 continue
-            _write_atomic(r["abs"], source.encode(r["new_text"], r["encoding"]))
+            atomic.write_atomic(r["abs"], source.encode(r["new_text"], r["encoding"]), mode=None)
         except (OSError, UnicodeError) as e:
             refused.append({"path": r["path"], "reason": str(e)})
             continue
         applied += r["edits"]
         files.append(r["path"])
     return {"applied": applied, "files": files, "refused": refused}
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".neuron-env-fix.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def terminal_progress(done: int, total: int) -> None:

@@ -53,7 +53,10 @@ def reason(doc: dict[str, Any]) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
+    """Masked for credentials FIRST (util/redact), then on one line and cut to `limit`."""
+    from neuron_env.util.redact import mask
+
+    text = " ".join(mask(str(text)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
