@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -65,8 +64,21 @@ def code_fingerprint() -> list:
     return out
 
 
+def _sha256() -> Any:
+    """sha256 from the interpreter's builtin module: `hashlib` loads OpenSSL (~3 ms on every
+    doctor run, tests/integration/test_doctor_inprocess.py)."""
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.10, 3.11
+        except ImportError:  # pragma: no cover - a build without them
+            from hashlib import sha256
+    return sha256
+
+
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(_sha256()(text.encode("utf-8", "surrogatepass")).hexdigest())
 
 
 def _entry(source: str, text: str) -> Path | None:
@@ -74,7 +86,7 @@ def _entry(source: str, text: str) -> Path | None:
     if d is None:
         return None
     name = os.path.basename(source).removesuffix(".toml")
-    where = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    where = _sha(source)[:8]
     return d / f"{name}-{where}-{_sha(text)[:32]}.json"
 
 

@@ -73,9 +73,7 @@ def test_temp_file_never_opens_a_planted_name(tmp_path, monkeypatch):
     victim = tmp_path / "victim"
     victim.write_text("keep")
     names = iter(["aaaa", "bbbb"])
-    import secrets
-
-    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
+    monkeypatch.setattr(atomic, "_random_name", lambda: next(names))
     (tmp_path / ".x-aaaa.tmp").symlink_to(victim)  # the attacker guessed the first name
     fd, path = atomic.temp_file(tmp_path, prefix=".x-")
     os.close(fd)
