@@ -276,3 +276,53 @@ def test_ssm_summary_masks_before_it_cuts():
                  (Result("backend.origin", "backend", "fail",
                          f"{'z' * 250} https://ci:{token}@m/simple"),), 1)
     assert "KKKK" not in json.dumps(summary_doc(rep))
+
+
+# -- beyond the list: the attacks next to the ones the issue named -----------------------------
+def test_a_fifo_nobody_reads_is_an_error_never_a_hang(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):
+        atomic.write_output(fifo, "x\n")
+
+
+def test_bundle_leaves_out_a_state_dir_that_is_a_link(tmp_path):
+    from neuron_env.bundle import collect
+
+    secret_dir = tmp_path / "root-home"
+    (secret_dir / "logs").mkdir(parents=True)
+    (secret_dir / "logs" / "install-1.log").write_text("ROOT\n")
+    env = tmp_path / "env"
+    env.mkdir()
+    (env / ".neuron-env").symlink_to(secret_dir)
+    members, left = collect.logs(str(env))
+    assert members == [] and "symbolic link" in left[0]["reason"]
+
+
+def test_bundle_leaves_out_a_logs_dir_that_is_a_link(tmp_path):
+    from neuron_env.bundle import collect
+
+    secret_dir = tmp_path / "root-logs"
+    secret_dir.mkdir()
+    (secret_dir / "install-1.log").write_text("ROOT\n")
+    state = tmp_path / "env" / ".neuron-env"
+    state.mkdir(parents=True)
+    (state / "logs").symlink_to(secret_dir)
+    members, left = collect.logs(str(tmp_path / "env"))
+    assert not any("ROOT" in m[1] for m in members)
+    assert any("symbolic link" in x["reason"] for x in left)
+
+
+def test_a_cache_entry_that_is_a_link_is_ignored(cdir, tmp_path, capsys):
+    from neuron_env.matrix import loader
+
+    f = _matrix(tmp_path)
+    loader.load_file(f)
+    _poison(cdir)
+    (entry,) = cdir.iterdir()
+    elsewhere = tmp_path / "planted.json"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    again = loader.load_file(f)
+    assert "evil.example" not in json.dumps([i.url for i in again.indexes])
+    assert "symbolic link" in capsys.readouterr().err
