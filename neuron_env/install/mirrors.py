@@ -28,12 +28,15 @@ def _split(v: str | None) -> list[str]:
 
 
 def _conf_files(env) -> list[Path]:
+    """The files pip itself reads, in its order: global, then the user's (skipped, as pip
+    does, when PIP_CONFIG_FILE names an existing file), the venv's, PIP_CONFIG_FILE."""
     if env.get("PIP_CONFIG_FILE") == os.devnull:
         return []
     home = Path(env.get("HOME") or "~").expanduser()
     xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"), home / ".pip/pip.conf",
-             xdg / "pip/pip.conf"]
+    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
+    if not (env.get("PIP_CONFIG_FILE") and os.path.exists(env["PIP_CONFIG_FILE"])):
+        files += [home / ".pip/pip.conf", xdg / "pip/pip.conf"]
     if env.get("VIRTUAL_ENV"):
         files.append(Path(env["VIRTUAL_ENV"]) / "pip.conf")
     if env.get("PIP_CONFIG_FILE"):
