@@ -84,14 +84,18 @@ def describe_neuron_info(instance_type: str) -> NeuronInfo | None:
 
 
 def tag_instance(instance_id: str, tags: dict[str, str]) -> None:
+    from neuron_env.util.redact import mask
+
     ec2 = _client("ec2")
     _call(ec2.create_tags, f"CreateTags {instance_id}", Resources=[instance_id],
-          Tags=[{"Key": k, "Value": v[:255]} for k, v in tags.items()])
+          Tags=[{"Key": k, "Value": mask(v)[:255]} for k, v in tags.items()])
 
 
 def put_parameter(name: str, value: str) -> int:
+    from neuron_env.util.redact import mask
+
     ssm = _client("ssm")
-    resp = _call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=value,
+    resp = _call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=mask(value),
                  Type="String", Overwrite=True, Tier="Standard")
     return int(resp.get("Version") or 0)
 

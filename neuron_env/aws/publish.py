@@ -8,6 +8,7 @@ import re
 from neuron_env import __version__
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
+from neuron_env.util import redact
 
 VERDICT = {0: "pass", 1: "fail", 2: "error", 3: "error", 4: "timeout"}
 TAG_PREFIX = "neuron-env:"
@@ -26,7 +27,8 @@ def summary_doc(rep) -> dict:
            "instance_id": inst.get("instance_id"), "summary": rep.summary, "problems": [],
            "more_problems": 0}
     for width, count in ((300, 20), (120, 20), (120, 10), (60, 5), (0, 0)):
-        doc["problems"] = [{"id": r.id, "status": r.status, "summary": r.summary[:width]}
+        doc["problems"] = [{"id": r.id, "status": r.status,
+                            "summary": redact.mask(r.summary)[:width]}
                            for r in bad[:count]]
         doc["more_problems"] = len(bad) - len(doc["problems"])
         if len(encode(doc).encode()) <= SSM_STANDARD_MAX - 64:  # room for the instance id set later

@@ -73,15 +73,26 @@ def _words(flag: str, v: str) -> list[str]:
                          hint="balance the quotes, e.g. --doctor-args \"--skip 'a b'\"") from None
 
 
-def credential_warnings(o: BootstrapOptions) -> list[str]:
-    """Index URLs that would put credentials in plain text into the rendered script."""
-    out = []
+def refuse_credentials(o: BootstrapOptions) -> None:
+    """Index URLs with credentials are refused (UsageError, exit 2): user data and a component
+    document are readable by anyone who may describe the instance or the component, and every
+    output of neuron-env is masked, so writing them would leave either a secret in plain text
+    or a broken `https://***@...` URL. The safer way is named: `--*-index-url-from ssm:/NAME`
+    (a SecureString read at boot) or `env:VAR`."""
     for (flag, _), v in zip(_INDEXES, (o.neuron_index_url, o.pytorch_index_url), strict=True):
-        if v and "@" in urlsplit(v).netloc:
-            out.append(f"{flag} holds credentials: they are written into the script in plain "
-                       f"text (readable in the instance's user data). Prefer {flag}-from "
-                       "ssm:/PARAMETER (read at boot) or env:VAR")
-    return out
+        if v and _has_userinfo(v):
+            raise UsageError(
+                f"{flag} holds credentials (user:password@): neuron-env does not write them "
+                "into a script (user data is readable by anyone allowed to describe the "
+                "instance, and the script would get a masked, broken URL)",
+                hint=f"store the URL in SSM Parameter Store as a SecureString and pass "
+                     f"{flag}-from ssm:/PARAMETER (read at boot), or {flag}-from env:VAR")
+
+
+def _has_userinfo(url: str) -> bool:
+    from neuron_env.util.redact import text
+
+    return text(url) != url or "@" in urlsplit(url).netloc
 
 
 def _index_sources(o: BootstrapOptions) -> list[tuple[str, str | None, str | None]]:
@@ -109,6 +120,7 @@ def _fill(template: str, subs: dict[str, str]) -> str:
 
 def userdata(o: BootstrapOptions) -> str:
     _check(o)
+    refuse_credentials(o)
     q = shlex.quote
     settings, lookups = [], []
     for var, url, src in _index_sources(o):
@@ -132,6 +144,7 @@ def component(o: BootstrapOptions) -> str:
     """The EC2 Image Builder component: build installs, validate runs doctor (assuming the
     target instance type: the build instance is often another), test runs doctor --smoke."""
     _check(o)
+    refuse_credentials(o)
     q = shlex.quote
     for flag, v in (("--source", o.source), ("--venv", o.venv), ("--tool-venv", o.tool_venv),
                     ("--python", o.python), ("--log-dir", o.log_dir),

@@ -3,9 +3,12 @@ on the way in; a source that cannot be read becomes a member that says why."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
 import shutil
-from pathlib import Path
+import stat
 
 from neuron_env.util import proc, redact
 
@@ -62,17 +65,85 @@ def packages(target: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def logs(prefix: str | None) -> list[tuple[str, str, str]]:
+def _open_dir(name: str, dir_fd: int | None) -> int:
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                   dir_fd=dir_fd)
+
+
+def _read_member(dir_fd: int, name: str, owners: set[int]) -> tuple[str | None, str]:
+    """(text, "") of a regular file that is no symlink and belongs to one of `owners`, opened
+    relative to its directory's descriptor (no path can be swapped under us); else (None,
+    why it was left out)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except OSError as e:
+        why = "is a symbolic link" if e.errno == errno.ELOOP else (e.strerror or str(e))
+        return None, why
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "is not a regular file"
+        if st.st_uid not in owners:
+            return None, (f"belongs to uid {st.st_uid}, not to the environment's owner "
+                          f"(uid {min(owners - {0}, default=0)}) or root")
+        os.lseek(fd, max(0, st.st_size - 2 * MAX_BYTES), os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", "replace"), ""
+    finally:
+        os.close(fd)
+
+
+def logs(prefix: str | None) -> tuple[list[tuple[str, str, str]], list[dict[str, str]]]:
+    """neuron-env's install logs (the newest MAX_LOGS) and the install manifest of `prefix`:
+    only regular files, no symlinks (neither the files nor `.neuron-env` and `logs`), owned by
+    the environment's owner or root. Returns (members, what was left out and why)."""
     if not prefix:
-        return []
-    state = Path(prefix) / ".neuron-env"
-    files = sorted((state / "logs").glob("*.log"), key=lambda p: p.stat().st_mtime)[-MAX_LOGS:]
-    if (state / "install-manifest.json").is_file():
-        files.append(state / "install-manifest.json")
-    out = []
-    for f in files:
+        return [], []
+    out: list[tuple[str, str, str]] = []
+    left: list[dict[str, str]] = []
+    state = os.path.join(prefix, ".neuron-env")
+    try:
+        owners = {os.stat(prefix).st_uid, 0}
+        sfd = _open_dir(state, None)
+    except FileNotFoundError:
+        return [], []
+    except OSError as e:
+        why = "is a symbolic link" if e.errno in (errno.ELOOP, errno.ENOTDIR) else (
+            e.strerror or str(e))
+        return [], [{"path": state, "reason": why}]
+    try:
+        names: list[tuple[int, str, str]] = []  # (directory fd, name, shown path)
         try:
-            out.append(member(f"neuron-env/{f.name}", f.read_text(errors="replace"), str(f)))
+            lfd: int | None = _open_dir("logs", sfd)
+        except FileNotFoundError:
+            lfd = None
         except OSError as e:
-            out.append(member(f"neuron-env/{f.name}", f"({e})\n", str(f)))
-    return out
+            lfd = None
+            left.append({"path": os.path.join(state, "logs"), "reason": (
+                "is a symbolic link" if e.errno in (errno.ELOOP, errno.ENOTDIR)
+                else e.strerror or str(e))})
+        if lfd is not None:
+            found = []
+            with os.scandir(lfd) as it:
+                for e in it:
+                    if e.name.endswith(".log"):
+                        with contextlib.suppress(OSError):
+                            found.append((e.stat(follow_symlinks=False).st_mtime, e.name))
+            for _, n in sorted(found)[-MAX_LOGS:]:
+                names.append((lfd, n, os.path.join(state, "logs", n)))
+        names.append((sfd, "install-manifest.json", os.path.join(state,
+                                                                 "install-manifest.json")))
+        for dfd, n, shown in names:
+            text, why = _read_member(dfd, n, owners)
+            if text is not None:
+                out.append(member(f"neuron-env/{n}", text, shown))
+            elif why != "No such file or directory" or n != "install-manifest.json":
+                left.append({"path": shown, "reason": why})
+        if lfd is not None:
+            os.close(lfd)
+    finally:
+        os.close(sfd)
+    return out, left

@@ -159,8 +159,8 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
     if not getattr(err, "reports_written", False):
         write_error_reports(reports, schema, code, payload)
     if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
-        line = " ".join(f"ERROR: neuron-env: {payload['message']}".split())
-        sys.stdout.write(clean(redact.text(line), one_line=True)[:120] + "\n")
+        line = " ".join(redact.mask(f"ERROR: neuron-env: {payload['message']}").split())
+        sys.stdout.write(clean(line, one_line=True)[:120] + "\n")
     elif fmt != "text":
         sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(clean(redact.text(f"neuron-env: {text}\n")))

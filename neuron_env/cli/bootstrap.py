@@ -24,8 +24,6 @@ def _rendered(kind: str, **kw):
 
     opts = render.BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
     text = render.userdata(opts) if kind == "userdata" else render.component(opts)
-    for w in render.credential_warnings(opts):
-        typer.echo(f"warning: {w}", err=True)
     return Document(envelope(f"neuron-env.{kind}/1", 0, script=text), lambda b: b["script"])
 
 

@@ -42,43 +42,49 @@ def _doctor(opts: BundleOptions):
                  collect.member("doctor.md", render(rep, "markdown"), "doctor --format markdown")]
 
 
-def _members(opts: BundleOptions) -> list[tuple[str, str, str]]:
+def _members(opts: BundleOptions) -> tuple[list[tuple[str, str, str]], list[dict[str, str]]]:
     rep, members = _doctor(opts)
     target = rep.target if rep else {}
     members += collect.packages(target)
     members.append(collect.neuron_ls(target))
     members.append(collect.dmesg())
-    members += collect.logs((target.get("interpreter") or {}).get("prefix"))
-    return members
+    logs, left_out = collect.logs((target.get("interpreter") or {}).get("prefix"))
+    return members + logs, left_out
 
 
 def _write(path: Path, members: list[tuple[str, str, str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The archive is made in memory (members are capped) and written as any output the user
+    names (util/atomic.write_output): a random exclusive temporary file renamed into place."""
+    from neuron_env.util.atomic import write_output
+
     top = path.name.removesuffix(".tar.gz")
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, text, _ in members:
             data = text.encode("utf-8")
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
             tar.addfile(info, io.BytesIO(data))
-    tmp.replace(path)
+    write_output(path, buf.getvalue())
 
 
 def run(opts: BundleOptions) -> Document:
-    members = _members(opts)
+    members, left_out = _members(opts)
     out = Path(opts.out or time.strftime("neuron-env-bundle-%Y%m%dT%H%M%S.tar.gz"))
     listing = [{"name": n, "bytes": len(t.encode()), "source": note} for n, t, note in members]
     sys.stderr.write(f"bundle {out}:\n" + "".join(
         f"  {m['name']:<28} {m['bytes']:>9} B  {m['source']}\n" for m in listing))
+    sys.stderr.write("".join(f"  left out {x['path']}: {x['reason']}\n" for x in left_out))
     if not opts.list_only:
         _write(out, members)
     body = envelope(SCHEMA, 0, out=str(out.resolve()), written=not opts.list_only,
-                    members=listing, masked="credentials in URLs (user:token@) are masked")
+                    members=listing, left_out=left_out,
+                    masked="credentials in URLs (user:token@) are masked")
     return Document(body, text)
 
 
 def text(doc: dict) -> str:
     verb = "wrote" if doc["written"] else "would write (--list)"
-    return (f"{verb} {doc['out']} ({len(doc['members'])} files; {doc['masked']}): attach it "
-            "to the GitHub issue or the AWS support case\n")
+    left = "".join(f"left out {x['path']}: {x['reason']}\n" for x in doc.get("left_out") or [])
+    return left + (f"{verb} {doc['out']} ({len(doc['members'])} files; {doc['masked']}): "
+                   "attach it to the GitHub issue or the AWS support case\n")

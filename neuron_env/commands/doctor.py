@@ -200,12 +200,12 @@ def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
     is exit 2, and the reports already written keep the run's result."""
     from neuron_env.errors import ConfigurationError
     from neuron_env.report.render import parse_report_specs, render
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.util.atomic import write_output
 
     failed = []
     for fmt, path in parse_report_specs(list(specs)):
         try:
-            write_atomic(path, render(rep, fmt, verbose=verbose))
+            write_output(path, render(rep, fmt, verbose=verbose))
         except OSError as e:
             failed.append(f"--report {fmt}:{path}: cannot write: {e.strerror or e}")
     if failed:

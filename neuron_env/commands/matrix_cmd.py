@@ -194,8 +194,8 @@ def import_manifest(manifest: Path, out_dir: Path, releases: list[str], dry_run:
                   f"manifest\n{res.manifest_version} ({res.manifest_date}). Regenerate rather "
                   "than edit by hand.")
         if not dry_run:
-            from neuron_env.util.atomic import write_atomic
+            from neuron_env.util.atomic import write_output
 
-            write_atomic(path, to_toml(m, header))
+            write_output(path, to_toml(m, header))
         written.append(str(path))
     return written, list(res.skipped)

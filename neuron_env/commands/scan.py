@@ -7,7 +7,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -98,13 +97,16 @@ class _Keep(OSError):
 
 def _write_atomic(path: str, data: bytes) -> None:
     """path (a real file, no symlink) replaced by data: a random exclusive temporary file in
-    its directory, given the file's owner, group and mode, then renamed over it."""
+    its directory (util.atomic.temp_file), given the file's owner, group and mode, then renamed
+    over it."""
+    from neuron_env.util import atomic
+
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
         raise _Keep("not a regular file")
     if st.st_nlink > 1:
         raise _Keep(f"has {st.st_nlink} hard links: a rewrite would split them; not rewritten")
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".neuron-env-fix.")
+    fd, tmp = atomic.temp_file(os.path.dirname(path), prefix=".neuron-env-fix.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

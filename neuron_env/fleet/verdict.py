@@ -53,11 +53,12 @@ def reason(doc: dict[str, Any]) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    """text on one line (whitespace runs as one blank), sanitised (util.text.clean: a node's
-    ESC or CR never reaches a terminal, Slurm or NPD raw), THEN cut to `limit`."""
+    """Masked for credentials FIRST (util/redact), then sanitised (util.text.clean: a node's
+    ESC or CR never reaches a terminal, Slurm or NPD raw) and on one line, THEN cut to `limit`."""
+    from neuron_env.util.redact import mask
     from neuron_env.util.text import clean
 
-    text = clean(" ".join(str(text).split()), one_line=True)
+    text = clean(" ".join(mask(str(text)).split()), one_line=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -120,6 +120,17 @@ def distributions():
     return out
 
 
+def manifest_unreadable(path):
+    """Why a manifest that is there cannot be read (its mode, say), or None."""
+    try:
+        with open(path, "rb"):
+            return None
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
 def main():
     dists = distributions()
     manifest_path = os.path.join(sys.prefix, MANIFEST)
@@ -138,6 +149,7 @@ def main():
         "distributions": dists,
         "manifest_text": read_text(manifest_path, 4 << 20),
         "manifest_path": manifest_path,
+        "manifest_unreadable": manifest_unreadable(manifest_path),
     }
     sys.stdout.write("\n" + MARKER + dumps(doc) + MARKER + "\n")
     sys.stdout.flush()

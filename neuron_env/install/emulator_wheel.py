@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import re
 import zipfile
 from pathlib import Path
+
+from neuron_env.util.atomic import write_atomic
 
 DIST = "neuron_emulator"
 NAME = "neuron-emulator"
@@ -60,12 +63,12 @@ def build(out_dir: Path, src: Path | None = None) -> Path:
     files.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{DIST}-{ver}-py3-none-any.whl"
-    tmp = path.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in files:
             zi = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
             zi.compress_type = zipfile.ZIP_DEFLATED
             zi.external_attr = 0o644 << 16
             z.writestr(zi, data)
-    tmp.replace(path)
+    write_atomic(path, buf.getvalue())
     return path

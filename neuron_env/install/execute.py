@@ -26,7 +26,7 @@ from neuron_env.errors import (
 from neuron_env.install import installers, mirrors, provenance
 from neuron_env.install import manifest as install_manifest
 from neuron_env.install.installers import Installer
-from neuron_env.install.lock import EnvLock
+from neuron_env.install.lock import EnvLock, state_dir
 from neuron_env.install.noop import nothing_to_do, up_to_date, verify_checks
 from neuron_env.install.plan import EMULATOR, Plan
 from neuron_env.install.report_parse import Item, parse
@@ -34,6 +34,7 @@ from neuron_env.install.steps import Log, Progress, StepResult, installer_env, r
 from neuron_env.matrix.model import Matrix
 from neuron_env.probes.interpreter import TargetFacts, probe_target
 from neuron_env.report.model import Result
+from neuron_env.util.atomic import safe_umask
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import replace
 
@@ -62,22 +63,6 @@ class ExecOptions:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def state_dir(prefix: str) -> str:
-    """`<prefix>/.neuron-env`, created; a read-only environment is refused here, untouched."""
-    d = os.path.join(prefix, ".neuron-env")
-    try:
-        os.makedirs(os.path.join(d, "logs"), exist_ok=True)
-        probe = os.path.join(d, ".write-test")
-        with open(probe, "w"):
-            pass
-        os.unlink(probe)
-    except OSError as e:
-        raise ConfigurationError(
-            f"the environment {prefix} is not writable ({e.strerror or e})",
-            hint="install into a writable environment: --venv DIR, or run as its owner") from None
-    return d
 
 
 # -- the no-op fast path -------------------------------------------------------------------
@@ -138,7 +123,7 @@ class Resolver:
                      if canonicalize_name(r.name) not in pins for spec in [r.spec]]
             reqs += loose + [f"{n} @ {Path(p).as_uri()}" for n, p in bundled.items()]
             extra = [i.url for i in plan.indexes]
-            src = installers.sources(None, extra, plan.find_links, plan.offline)
+            src = installers.sources(None, extra, plan.find_links, plan.offline, plan.public)
             items = self._dry_run("resolve all", reqs, src, False,
                                   "Resolving dependencies (public index for non-Neuron "
                                   "packages)")
@@ -191,11 +176,10 @@ def execute(plan: Plan, m: Matrix, facts, opts: ExecOptions, progress: Progress,
     NeuronEnvError subclasses for refusals and failures that leave the environment unchanged."""
     prefix = plan.prefix
     plan = mirrors.with_mirrors(plan, m)  # pip's own indexes + files prefixes: provenance
-    sdir = state_dir(prefix)
     old_term = _sigterm_as_interrupt()
-    try:
-        with EnvLock(sdir, opts.lock_timeout, progress.say):
-            return _locked(plan, m, facts, opts, progress, sdir, bundled_builder)
+    try:  # umask >= 022: our files and the installers' (they inherit it) never group/world-writable
+        with safe_umask(), EnvLock(state_dir(prefix), opts.lock_timeout, progress.say) as lk:
+            return _locked(plan, m, facts, opts, progress, lk.directory, bundled_builder)
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

@@ -91,11 +91,12 @@ class Sources(NamedTuple):
 
 
 def sources(index_url: str | None, extra: list[str], find_links: tuple[str, ...],
-            offline: bool) -> Sources:
+            offline: bool, public: tuple[str, ...] = ()) -> Sources:
+    """public: the plan's public indexes (used when index_url is None)."""
     args = ["--no-index"] if offline else []
     for d in find_links:
         args += ["--find-links", d]
-    return Sources(args, {} if offline else mirrors.index_env(index_url, extra))
+    return Sources(args, {} if offline else mirrors.index_env(index_url, extra, public))
 
 
 def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: Sources,

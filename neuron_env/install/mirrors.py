@@ -28,12 +28,15 @@ def _split(v: str | None) -> list[str]:
 
 
 def _conf_files(env) -> list[Path]:
+    """The files pip itself reads, in its order: global, then the user's (skipped, as pip
+    does, when PIP_CONFIG_FILE names an existing file), the venv's, PIP_CONFIG_FILE."""
     if env.get("PIP_CONFIG_FILE") == os.devnull:
         return []
     home = Path(env.get("HOME") or "~").expanduser()
     xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"), home / ".pip/pip.conf",
-             xdg / "pip/pip.conf"]
+    files = [Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf")]
+    if not (env.get("PIP_CONFIG_FILE") and os.path.exists(env["PIP_CONFIG_FILE"])):
+        files += [home / ".pip/pip.conf", xdg / "pip/pip.conf"]
     if env.get("VIRTUAL_ENV"):
         files.append(Path(env["VIRTUAL_ENV"]) / "pip.conf")
     if env.get("PIP_CONFIG_FILE"):
@@ -85,18 +88,17 @@ def with_mirrors(plan: Plan, m: Matrix, env=None) -> Plan:
     return replace(plan, indexes=tuple(indexes), public=public_indexes(env))
 
 
-def index_env(index_url: str | None, extra: list[str], base=None) -> dict[str, str]:
-    """Environment for a resolution: PIP_INDEX_URL (only this index) or the user's own index
-    plus the extra ones. Returned values replace those in the installer's environment."""
-    base = os.environ if base is None else base
-    out = {}
+def index_env(index_url: str | None, extra: list[str],
+              public: tuple[str, ...] | dict = ()) -> dict[str, str]:
+    """Environment for a resolution, the WHOLE index set of the step (the installer's own
+    configuration is cut off, steps.installer_env): PIP_INDEX_URL (only this index), or the
+    plan's public indexes (`public`: pip's configuration as the plan read it, first the index)
+    plus the extra ones."""
     if index_url:
-        out["PIP_INDEX_URL"] = index_url
-        out["PIP_EXTRA_INDEX_URL"] = ""
-    if extra:
-        out["PIP_EXTRA_INDEX_URL"] = " ".join(dict.fromkeys(
-            _split(base.get("PIP_EXTRA_INDEX_URL")) + list(extra)))
-    return out
+        return {"PIP_INDEX_URL": index_url, "PIP_EXTRA_INDEX_URL": " ".join(extra)}
+    pub = list(public) or [PYPI]
+    return {"PIP_INDEX_URL": pub[0],
+            "PIP_EXTRA_INDEX_URL": " ".join(dict.fromkeys([*pub[1:], *extra]))}
 
 
 def auth_env(plan: Plan) -> dict[str, str]:

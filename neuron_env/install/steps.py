@@ -37,7 +37,9 @@ class Log:
         self.path, self.error, self.f = path, None, None
         if path:
             try:
-                self.f = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                from neuron_env.install.lock import open_new
+
+                self.f = os.fdopen(open_new(path), "a", encoding="utf-8")
             except OSError as e:
                 self.error = f"cannot write the log {path}: {e.strerror or e}"
 
@@ -153,8 +155,19 @@ def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str],
     return StepResult(name, tuple(argv), rc, res.stdout or (res.error or ""), res.elapsed)
 
 
+# pip/uv settings from the caller's environment that a step keeps: how to reach the network
+# (proxy, CA bundle, client certificate) and the download cache, never WHERE packages come from
+KEPT = ("PIP_CERT", "PIP_CLIENT_CERT", "PIP_PROXY", "PIP_CACHE_DIR", "PIP_NO_CACHE_DIR",
+        "UV_CACHE_DIR", "UV_NO_CACHE", "UV_NATIVE_TLS")
+
+
 def installer_env() -> dict[str, str]:
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
-               PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-    env.pop("PIP_REQUIRE_VIRTUALENV", None)
+    """The base environment of every installer step: the host's pip.conf, uv.toml and PIP_* /
+    UV_* settings are cut off (PIP_CONFIG_FILE=/dev/null, UV_NO_CONFIG=1; only KEPT survive),
+    so a step's indexes are exactly those the plan shows, which the step then sets itself
+    (installers.sources, mirrors.auth_env)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "UV_")) or k in KEPT}
+    env.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PIP_NO_INPUT="1", PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
     return env

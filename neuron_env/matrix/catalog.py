@@ -140,6 +140,12 @@ def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Mat
             raise ConfigurationError(f"no bundled matrices found in {bundled_dir()}",
                                      hint="reinstall neuron-env; the wheel ships matrices/")
         return load_file(entries[0].path, bundled=entries[0].bundled)
+    if "://" in spec:  # a URL: Path() would collapse "https://" to "https:/" (and the mask miss)
+        from neuron_env.util.redact import mask
+
+        raise ConfigurationError(
+            f"{source} {mask(spec)!r}: a URL; neuron-env reads matrices from files only",
+            hint="download it first (curl -o m.toml URL), check it, then pass --matrix m.toml")
     path = Path(spec).expanduser()
     looks_like_path = os.sep in spec or spec.endswith(".toml") or path.exists()
     if looks_like_path:

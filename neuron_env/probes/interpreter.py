@@ -148,6 +148,10 @@ def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
                           d.get("location"), bool(d.get("wrong_package_marker")))
     manifest, bad = _json(doc.get("manifest_text"))
     manifest_error = f"{doc.get('manifest_path')} is not valid JSON: {bad}" if bad else None
+    if doc.get("manifest_unreadable"):  # there, but not for this user (a 0600 root file)
+        manifest_error = (f"the install manifest {doc.get('manifest_path')} cannot be read "
+                          f"({doc['manifest_unreadable']}): whether the last install finished "
+                          "is unknown; run doctor as its owner (root), or make it 0644")
     manifest = manifest if isinstance(manifest, dict) else None
     return TargetFacts(
         path=path, chosen_by=by, version=py.get("version"), executable=py.get("executable"),

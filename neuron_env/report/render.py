@@ -69,7 +69,7 @@ def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
         if hasattr(mod, "render_error"):
             return _out(redact.text(mod.render_error(doc)), fmt)
     if fmt in ("nhc", "npd"):  # engines read one line: mask, sanitise, then cut
-        return clean(redact.text(" ".join(f"ERROR: neuron-env: {error.get('message')}".split())),
+        return clean(" ".join(redact.mask(f"ERROR: neuron-env: {error.get('message')}").split()),
                      one_line=True)[:120] + "\n"
     hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
     text = f"error ({error.get('code')}): {error.get('message')}{hint}\n"
@@ -82,14 +82,14 @@ def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: i
                         error: dict) -> None:
     """Every --report path gets a document on every exit: the error one when the run failed.
     Best effort: a bad spec or an unwritable path is already the error being reported."""
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.util.atomic import write_output
 
     for spec in specs:
         fmt, sep, path = spec.partition(":")
         if not sep or not path or fmt not in FORMATS:
             continue
         with contextlib.suppress(OSError):
-            write_atomic(Path(path), render_error(schema, code, error, fmt))
+            write_output(Path(path), render_error(schema, code, error, fmt))
 
 
 def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:

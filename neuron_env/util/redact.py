@@ -1,22 +1,77 @@
-"""Credentials embedded in URLs (https://user:token@mirror/...) never reach a report, a log or
-the install manifest: every place neuron-env writes text passes it through here."""
+"""Credentials embedded in URLs (https://user:token@mirror/...) never reach a report, a log, the
+install manifest, an SSM parameter, an EC2 tag, a Slurm drain reason or a bundle: every sink
+passes its text through `mask` (one entry point; `text` and `value` are its two halves).
+Mask FIRST, then cut to a length: a cut made before masking can leave half a token behind.
+
+The userinfo is found by parsing the authority, not with a regex that forbids `/`:
+- an `@` before the first `/` after `scheme://`: the userinfo is everything up to the LAST `@`
+  of that authority (passwords holding `@`, `:`, quotes or blanks);
+- else a password that holds a raw `/` (`http://user:pa/ss@host/simple`): everything up to the
+  last `@` of the URL, when a `user:` comes before the first `/` (and what follows the `:` is
+  not a port), so `git+https://github.com/a/b@v1.0` keeps its `@ref`.
+Where a URL ends: at a line end, at the next `scheme://`, at `<`/`>`, at a quote that closes a
+JSON string, and, once an `@` was seen, at the next blank. See docs/security.md ("Secrets").
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any, overload
 
-# userinfo between "scheme://" and the LAST "@" before the path (no "/" or whitespace in
-# between): user, user:password, and passwords that hold a raw @ ' " or : themselves. A quote
-# that closes a JSON string (followed by , : } ]) ends the URL.
-_USERINFO = re.compile(r"(?<=://)(?:\\[\"']|(?![\"'][,:}\]\s])[^/\s<>])+@")
 MASK = "***@"
+_START = re.compile(r"://")
+# where a URL's text ends (searched from just after "://")
+_END = re.compile(r"[\n\r<>]|://|(?<!\\)[\"'](?=[,:}\]\s]|$)")
+
+
+def _userinfo_end(region: str) -> int:
+    """Index of the `@` that ends the userinfo in `region` (the text after `://`), or -1."""
+    slash = region.find("/")
+    head = region if slash < 0 else region[:slash]
+    at = head.rfind("@")
+    if at < 0:  # no @ in the authority proper: a password holding a raw "/"?
+        at = region.rfind("@")
+        if at < 0:
+            return -1
+        colon = region.find(":", 0, slash)
+        if colon <= 0 or region[colon + 1:slash].isdigit():  # no user:, or host:port/path@x
+            return -1
+    user = region[:at]
+    if any(c.isspace() for c in user):  # a blank: only inside a password (after "user:")
+        colon = user.find(":")
+        if colon <= 0 or any(c.isspace() for c in user[:colon]):
+            return -1
+    return at if at > 0 else -1
+
+
+def _text(s: str) -> str:
+    out, pos = [], 0
+    for m in _START.finditer(s):
+        start = m.end()
+        if start < pos:  # inside a span already masked
+            continue
+        end = _END.search(s, start)
+        region = s[start:end.start() if end else len(s)]
+        first_at = region.find("@")
+        if first_at >= 0:  # once an @ was seen, a blank ends the URL
+            blank = re.search(r"\s", region[first_at:])
+            if blank:
+                region = region[:first_at + blank.start()]
+        at = _userinfo_end(region)
+        if at >= 0:
+            out.append(s[pos:start])
+            out.append(MASK)
+            pos = start + at + 1
+    out.append(s[pos:])
+    return "".join(out)
 
 
 def text(s: str) -> str:
-    return _USERINFO.sub(MASK, s) if "@" in s else s
+    """`s` with the userinfo of every URL in it shown as `***@`."""
+    return _text(s) if "@" in s else s
 
 
-def value(v):
+def value(v: Any) -> Any:
     """The same, through a JSON-like value (dicts, lists, strings)."""
     if isinstance(v, str):
         return text(v)
@@ -25,3 +80,13 @@ def value(v):
     if isinstance(v, list | tuple):
         return [value(x) for x in v]
     return v
+
+
+@overload
+def mask(v: str) -> str: ...
+@overload
+def mask(v: Any) -> Any: ...
+def mask(v: Any) -> Any:
+    """THE entry point for every sink: a string, or a JSON-like value, with credentials in
+    URLs masked. Call it before any cut to a length."""
+    return value(v)

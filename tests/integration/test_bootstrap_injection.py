@@ -118,9 +118,10 @@ def test_what_cannot_be_quoted_is_refused(args, needle):
             (cmd, r.stderr)
 
 
-def test_credentials_in_index_urls_are_warned_about_and_can_be_read_at_boot(tmp_path):
+def test_credentials_in_index_urls_are_refused_and_can_be_read_at_boot(tmp_path):
+    # issue #25 item 13: refused (exit 2, no script), the safer way named
     r = run_cli("userdata", "--neuron-index-url", "https://ci:tok@mirror/simple")
-    assert r.returncode == 0 and "warning:" in r.stderr and "--neuron-index-url-from" in r.stderr
+    assert r.returncode == 2 and r.stdout == "" and "--neuron-index-url-from" in r.stderr
     assert "tok" not in r.stderr
     r = run_cli("userdata", "--neuron-index-url-from", "env:MIRROR_URL")
     assert r.returncode == 0 and "warning" not in r.stderr

@@ -37,7 +37,8 @@ def test_kept_scripts_match_what_the_commands_render():
                     "shellcheck; .ci/run does)")
 @pytest.mark.parametrize("opts", [BootstrapOptions(), BootstrapOptions(
     source="/srv/wheelhouse", torch="2.13", backend="emulated", smoke=False,
-    neuron_index_url="https://user:token@mirror.example.com/neuron/simple",
+    neuron_index_url="https://mirror.example.com/neuron/simple",
+    pytorch_index_from="ssm:/ci/pytorch-url",
     doctor_args="--tag-instance --publish-ssm /ami/neuron")])
 def test_shellcheck_clean(tmp_path, opts):
     f = tmp_path / "ud.sh"

@@ -38,7 +38,22 @@ mkdir -p "$NEURON_ENV_LOG_DIR" "$NEURON_ENV_STATE_DIR" || exit 2
 BOOT_LOG="$NEURON_ENV_LOG_DIR/bootstrap.log"
 
 redact() {  # never print credentials embedded in URLs (https://user:token@mirror/...)
-    sed -E 's#://[^/[:space:]]+@#://***@#g'
+    # 1. the index URLs this script knows: their userinfo (up to the URL's last @), literally,
+    #    whatever it holds (/, blanks, @); 2. any other URL: user:password with a / or blanks
+    #    in the password, then the usual userinfo up to the authority's last @ (neuron-env's
+    #    own mask does the same: util/redact.py)
+    local line u ui
+    while IFS= read -r line || [ -n "$line" ]; do
+        for u in "${NEURON_ENV_NEURON_INDEX_URL:-}" "${NEURON_ENV_PYTORCH_INDEX_URL:-}"; do
+            case "$u" in *://*@*) ;; *) continue ;; esac
+            ui=${u#*://}
+            ui=${ui%@*}
+            [ -n "$ui" ] && line=${line//"$ui@"/***@}
+        done
+        printf '%s\n' "$line"
+    done | sed -E -e 's#://[^/:@[:space:]]+:[^@[:space:]]*/[^@[:space:]]*@#://***@#g' \
+                  -e 's#://[^/:@[:space:]]+:[^/@]*[[:blank:]][^/@]*@#://***@#g' \
+                  -e 's#://[^/[:space:]]+@#://***@#g'
 }
 
 log() {  # timestamped, to the console (cloud-init-output.log) and the bootstrap log
