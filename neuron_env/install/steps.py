@@ -4,13 +4,13 @@ reports parsed into a live bar (terminal) or heartbeat lines (no terminal)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass
 
 from neuron_env.errors import CommandTimeout
 from neuron_env.install.downloads import Rate, Tally, figures, human
-from neuron_env.util import proc, redact
+from neuron_env.target import launch
+from neuron_env.util import redact
 from neuron_env.util.progress import Heartbeat, Progress
 
 __all__ = ["Log", "Progress", "StepResult", "installer_env", "run_step"]
@@ -136,7 +136,8 @@ def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str],
     watch = Watch(progress, activity.split(" ", 1)[0].lower(), parallel)
     lines = _Lines(log, on_line=watch.line)
     try:
-        res = proc.stream(argv, timeout=timeout, sink=lines, tick=watch.tick, env=env)
+        res = launch.stream_command(argv, timeout=timeout, sink=lines, tick=watch.tick,
+                                     env=env)
         lines.flush()
     finally:
         watch.close()
@@ -154,7 +155,5 @@ def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str],
 
 
 def installer_env() -> dict[str, str]:
-    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
-               PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-    env.pop("PIP_REQUIRE_VIRTUALENV", None)
-    return env
+    return launch.target_env({"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
+                             drop=("PIP_REQUIRE_VIRTUALENV",))

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from neuron_env.errors import ConfigurationError, InterpreterError
-from neuron_env.util import proc
+from neuron_env.target import launch
 
 VENV_TIMEOUT = 300.0
 
@@ -35,7 +35,7 @@ def existing(d: Path) -> str | None:
 def create(d: Path, base_python: str) -> str:
     """Create the venv; on failure remove what was made (never leave half a venv)."""
     made_dir = not d.exists()
-    r = proc.run([base_python, "-m", "venv", str(d)], timeout=VENV_TIMEOUT)
+    r = launch.run_tool(base_python, ["-m", "venv", str(d)], timeout=VENV_TIMEOUT)
     if not r.ok:
         if made_dir:
             shutil.rmtree(d, ignore_errors=True)
