@@ -11,11 +11,11 @@ from pathlib import Path
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
 from neuron_env.install import installers, noop
-from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
 from neuron_env.matrix.model import python_range
+from neuron_env.matrix.overrides import index_overrides
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact

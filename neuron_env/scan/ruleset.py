@@ -4,15 +4,9 @@ for the analyzers. Pure: no file walking, no AST here."""
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from neuron_env.errors import ConfigurationError, UsageError
 
@@ -132,6 +126,9 @@ def locate(matrix: str | None) -> Path:
 
 
 def load(path: Path) -> Ruleset:
+    from neuron_env.matrix.loader import toml  # the project's one TOML reader
+
+    tomllib = toml()
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:

@@ -3,23 +3,23 @@ that say why a run gave no document: timed out, could not start, crashed, exited
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from neuron_env.report.model import Result
 from neuron_env.util import proc
+from neuron_env.util.record import factory, record
 
 HUNG_FIX = ("check neuron-top / dmesg for a stuck device; raise --timeout if a first compile "
             "is just slow")
 
 
-@dataclass(frozen=True)
+@record
 class TargetRun:
     """A finished smoke or trial run: its Results, emulated?, what else it said, how long."""
 
     results: tuple[Result, ...]
     emulated: bool = False
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = factory(dict)
     elapsed: float = 0.0
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from neuron_env.inside import MARKER
 from neuron_env.util import proc
+from neuron_env.util.record import record
 
 STEP = re.compile(r"@@STEP ([^@\n]+)@@")  # THE step regex (inside/_shared.step writes it)
 CALL = "@@CALL@@"  # collectives: this rank entered the collective after its last step
@@ -40,7 +40,7 @@ def clean(stderr: str) -> str:
     return _NOISE.sub("", stderr).strip()
 
 
-@dataclass(frozen=True)
+@record
 class Inside:
     """What an inside/ script left behind: its JSON document (or None), the last step it
     announced, and the finished subprocess (markers removed from its stderr)."""
@@ -56,7 +56,7 @@ def collect(res: proc.Completed) -> Inside:
                   res.replace(stderr=clean(res.stderr)))
 
 
-@dataclass(frozen=True)
+@record
 class RankTrace:
     """One collectives rank's stderr read: its last step, whether it entered the collective
     after it, the traceback it reported, the readable rest."""
