@@ -7,7 +7,7 @@ from __future__ import annotations
 from neuron_env.errors import UsageError
 from neuron_env.target import launch
 from neuron_env.util import proc
-from neuron_env.util.record import record
+from neuron_env.util.record import fields, record
 
 DEFAULT_TIMEOUT = 300.0
 DEVICES = ("neuron", "cpu", "cuda")
@@ -43,7 +43,7 @@ def validate(opts: SmokeOptions) -> None:
 
 def start(python: str, opts: SmokeOptions) -> proc.Running:
     """Start the smoke script in `python` (a resolved path); `runner.finish` collects it."""
-    payload = {k: getattr(opts, k) for k in opts._fields if k != "timeout"}
+    payload = {k: getattr(opts, k) for k in fields(opts) if k != "timeout"}
     return launch.spawn_script(python, "smoke.py", payload, timeout=opts.timeout)
 
 
