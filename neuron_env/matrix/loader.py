@@ -261,7 +261,10 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     docs = _str_table(r, data, "docs")
     dlami = _str_table(r, data, "dlami")
     sources = _sources(r, data)
-    _check_source_refs(r, sources, instances, oses, driver)
+    from neuron_env.matrix.semantics import source_ref_problems
+
+    for path, message in source_ref_problems(sources, instances, oses, driver):
+        r.bad(path, message)  # semantics, but asked with the parse: reported with its problems
 
     if r.problems:
         return None
@@ -479,24 +482,6 @@ def _sources(r: _Reader, data: dict) -> tuple[Source, ...]:
         if not any(c == "*" or c == k or c.startswith(k + ".") for s in out for c in s.covers):
             r.bad("sources", f"no source covers [{k}]: add it to a source's 'covers'")
     return tuple(out)
-
-
-def _check_source_refs(r: _Reader, sources, instances, oses, driver) -> None:
-    ids = {s.id for s in sources}
-
-    def ref(path: str, value: str | None) -> None:
-        if value and value not in ids:
-            r.bad(path, f"source {value!r} is not declared in [[sources]] "
-                  f"(declared: {', '.join(sorted(ids)) or 'none'})")
-
-    for i, f in enumerate(instances):
-        for j, t in enumerate(f.types):
-            ref(f"instances[{i}].types[{j}].source", t.source)
-    for i, o in enumerate(oses):
-        ref(f"os[{i}].source", o.source)
-        ref(f"os[{i}].disputed_source", o.disputed_source)
-    for i, a in enumerate(driver.apt):
-        ref(f"driver.apt[{i}].source", a.source)
 
 
 # -- entry points -----------------------------------------------------------------------------
