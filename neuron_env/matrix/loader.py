@@ -31,6 +31,7 @@ from neuron_env.matrix.model import (
     Placeholder,
     Source,
 )
+from neuron_env.matrix.references import source_ref_problems
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
@@ -261,10 +262,8 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     docs = _str_table(r, data, "docs")
     dlami = _str_table(r, data, "dlami")
     sources = _sources(r, data)
-    from neuron_env.matrix.semantics import source_ref_problems
-
     for path, message in source_ref_problems(sources, instances, oses, driver):
-        r.bad(path, message)  # semantics, but asked with the parse: reported with its problems
+        r.bad(path, message)  # reported with the structural problems
 
     if r.problems:
         return None

@@ -1,14 +1,14 @@
 """Pure: contradictions inside a matrix that each field alone does not show. An empty Python
 range, a pair whose range lies outside the release's, two pairs on one torch-neuronx family, a
-`release` that is not the one the file name says, a placeholder that is also a real version,
-a `source` that names no declared [[sources]] entry. (Parsing: matrix/loader.py.)"""
+`release` that is not the one the file name says, a placeholder that is also a real version.
+(Parsing: matrix/loader.py; references between sections: matrix/references.py.)"""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from neuron_env.matrix.model import Driver, InstanceFamily, Matrix, OSEntry, Source
+from neuron_env.matrix.model import Matrix
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
 
@@ -81,26 +81,3 @@ def _pins(spec: Spec) -> bool:
     range such as ==0.* that a placeholder may well fall in."""
     return any(s.operator in ("==", "===") and s.version.removesuffix(".*").count(".") >= 2
                for s in spec)
-
-
-def source_ref_problems(sources: tuple[Source, ...], instances: tuple[InstanceFamily, ...],
-                        oses: tuple[OSEntry, ...], driver: Driver) -> list[tuple[str, str]]:
-    """Every `source = ...` reference names a declared [[sources]] id (the loader asks this
-    while it parses, so these problems are reported with the structural ones)."""
-    ids = {s.id for s in sources}
-    out: list[tuple[str, str]] = []
-
-    def ref(path: str, value: str | None) -> None:
-        if value and value not in ids:
-            out.append((path, f"source {value!r} is not declared in [[sources]] "
-                              f"(declared: {', '.join(sorted(ids)) or 'none'})"))
-
-    for i, f in enumerate(instances):
-        for j, t in enumerate(f.types):
-            ref(f"instances[{i}].types[{j}].source", t.source)
-    for i, o in enumerate(oses):
-        ref(f"os[{i}].source", o.source)
-        ref(f"os[{i}].disputed_source", o.disputed_source)
-    for i, a in enumerate(driver.apt):
-        ref(f"driver.apt[{i}].source", a.source)
-    return out
