@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from neuron_env.checks import check
 from neuron_env.checks.driver import _image
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
+
 EFA_DOCS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html"
 
 
-def _skip(facts, typ) -> str | None:
+def _skip(facts: HostFacts, typ: Any) -> str | None:
     if facts.instance.assumed or _image(facts):
         return "EFA of the target cannot be seen from this host or image"
     if not facts.instance.type:
@@ -22,7 +29,7 @@ def _skip(facts, typ) -> str | None:
 
 
 @check("net.efa", "net")
-def net_efa(facts, m, ctx) -> Result:
+def net_efa(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     if (why := _skip(facts, typ)) is not None:
         return Result("net.efa", "net", "skip", why)
@@ -52,7 +59,7 @@ def net_efa(facts, m, ctx) -> Result:
     return _provider(e, observed)
 
 
-def _provider(e, observed) -> Result:
+def _provider(e: Any, observed: dict[str, Any]) -> Result:
     n = len(e.uverbs)
     if e.fi_info_path and (e.fi_info_error or not e.fi_info_providers):
         return Result("net.efa", "net", "fail",

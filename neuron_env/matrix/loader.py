@@ -10,6 +10,7 @@ import datetime as _dt
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from neuron_env.errors import MatrixError, Problem
@@ -484,7 +485,7 @@ def _sources(r: _Reader, data: dict) -> tuple[Source, ...]:
 
 
 # -- entry points -----------------------------------------------------------------------------
-def toml():
+def toml() -> ModuleType:
     """The project's one TOML reader (tomllib, or tomli before 3.11), imported when a file is
     parsed: a cached matrix never needs it."""
     if sys.version_info >= (3, 11):

@@ -12,7 +12,7 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Pattern:
     base: str            # the directory of the .gitignore, relative to the repository top
-    rx: re.Pattern
+    rx: re.Pattern[str]
     negate: bool
     dir_only: bool
 

@@ -39,7 +39,7 @@ class CallCond:
     arg: str
     position: int | None
     kind: str  # one of CONDITIONS
-    values: tuple = ()
+    values: tuple[str, ...] = ()
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Ruleset:
     prefixes: dict[str, str] = field(default_factory=dict)      # "a.b" of "a.b.*" -> rule
     calls: dict[str, list[CallCond]] = field(default_factory=dict)
     methods: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
-    devices: list[tuple[re.Pattern, str]] = field(default_factory=list)
+    devices: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
     env_exact: dict[str, str] = field(default_factory=dict)
     env_prefix: dict[str, str] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
@@ -143,7 +143,7 @@ def load(path: Path) -> Ruleset:
                                  ) from None
 
 
-def _build(data: dict, path: str) -> Ruleset:
+def _build(data: dict[str, Any], path: str) -> Ruleset:
     docs = data.get("docs", {})
     rs = Ruleset(release=str(data["release"]), source=str(data.get("source", "")), rules={},
                  path=path)
@@ -161,7 +161,7 @@ def _build(data: dict, path: str) -> Ruleset:
     return rs
 
 
-def _index(rs: Ruleset, rid: str, m: dict) -> None:
+def _index(rs: Ruleset, rid: str, m: dict[str, Any]) -> None:
     for mod in m.get("import", []):
         rs.imports[mod] = rid
     for cmd in m.get("command", []):
