@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_INTERNAL = 3
 EXIT_TIMEOUT = 4
+
+
+class FileProblem(OSError):
+    """A file that is there but must not be read (a FIFO, a device, over its size cap, a
+    symlink loop): `str()` says why, for the user. Raised by util/files.py."""
+
+    def __init__(self, path: str | os.PathLike[str], why: str) -> None:
+        super().__init__(f"{path} {why}")
+        self.path, self.why = str(path), why
+
+
+class ImdsFailure(Exception):
+    """One IMDS exchange failed (bad endpoint, timeout, refused): probes/imds.py turns it into
+    a fact ("IMDS unavailable: why"), never into an exit code."""
 
 
 class NeuronEnvError(Exception):

@@ -20,7 +20,9 @@ def _client(service: str):
     return boto3.client(service, region_name=region, config=cfg)
 
 
-def _call(fn, what: str, **kw):
+def call(fn, what: str, **kw):
+    """Call one boto3 operation; botocore's exceptions become AwsError (the one translation,
+    used by every module that talks to AWS)."""
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
@@ -68,7 +70,7 @@ class NeuronInfo:
 def describe_neuron_info(instance_type: str) -> NeuronInfo | None:
     """EC2 DescribeInstanceTypes' NeuronInfo for the type; None when it has none."""
     ec2 = _client("ec2")
-    resp = _call(ec2.describe_instance_types, f"DescribeInstanceTypes {instance_type}",
+    resp = call(ec2.describe_instance_types, f"DescribeInstanceTypes {instance_type}",
                  InstanceTypes=[instance_type])
     items = resp.get("InstanceTypes") or []
     if not items:
@@ -87,7 +89,7 @@ def tag_instance(instance_id: str, tags: dict[str, str]) -> None:
     from neuron_env.util.redact import mask
 
     ec2 = _client("ec2")
-    _call(ec2.create_tags, f"CreateTags {instance_id}", Resources=[instance_id],
+    call(ec2.create_tags, f"CreateTags {instance_id}", Resources=[instance_id],
           Tags=[{"Key": k, "Value": mask(v)[:255]} for k, v in tags.items()])
 
 
@@ -95,12 +97,12 @@ def put_parameter(name: str, value: str) -> int:
     from neuron_env.util.redact import mask
 
     ssm = _client("ssm")
-    resp = _call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=mask(value),
+    resp = call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=mask(value),
                  Type="String", Overwrite=True, Tier="Standard")
     return int(resp.get("Version") or 0)
 
 
 def get_parameter(name: str) -> str:
     ssm = _client("ssm")
-    resp = _call(ssm.get_parameter, f"GetParameter {name}", Name=name)
+    resp = call(ssm.get_parameter, f"GetParameter {name}", Name=name)
     return str(resp["Parameter"]["Value"])

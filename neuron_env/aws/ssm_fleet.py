@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from neuron_env.aws.client import AwsError, _call
+from neuron_env.aws.client import AwsError, call
 
 RETRIES = 8
 
@@ -36,7 +36,7 @@ def instances_by_tag(ec2, key: str, value: str) -> list[str]:
             {"Name": "instance-state-name", "Values": ["pending", "running"]}]}
         if token:
             kw["NextToken"] = token
-        resp = _call(ec2.describe_instances, f"DescribeInstances tag:{key}={value}", **kw)
+        resp = call(ec2.describe_instances, f"DescribeInstances tag:{key}={value}", **kw)
         ids += [i["InstanceId"] for r in resp.get("Reservations", [])
                 for i in r.get("Instances", [])]
         token = resp.get("NextToken")
@@ -45,18 +45,18 @@ def instances_by_tag(ec2, key: str, value: str) -> list[str]:
 
 
 def send_command(ssm, **kw) -> dict[str, Any]:
-    return _call(ssm.send_command, "SendCommand AWS-RunShellScript", **kw)["Command"]
+    return call(ssm.send_command, "SendCommand AWS-RunShellScript", **kw)["Command"]
 
 
 def command_status(ssm, command_id: str) -> dict[str, Any]:
-    resp = _call(ssm.list_commands, f"ListCommands {command_id}", CommandId=command_id)
+    resp = call(ssm.list_commands, f"ListCommands {command_id}", CommandId=command_id)
     return (resp.get("Commands") or [{}])[0]
 
 
 def invocation(ssm, command_id: str, instance_id: str) -> dict[str, Any] | None:
     """GetCommandInvocation; None when SSM made no invocation for the instance."""
     try:
-        return _call(ssm.get_command_invocation, f"GetCommandInvocation {instance_id}",
+        return call(ssm.get_command_invocation, f"GetCommandInvocation {instance_id}",
                      CommandId=command_id, InstanceId=instance_id)
     except AwsError as e:
         if e.code in ("InvocationDoesNotExist", "InvalidInstanceId"):
@@ -72,7 +72,7 @@ def s3_get(s3, bucket: str, key: str, limit: int = MAX_OBJECT) -> bytes:
     """An object's bytes, at most `limit`: a larger one (by its ContentLength, or by what the
     stream actually delivers) is AwsError "too-large", read no further than limit + 1 bytes."""
     where = f"s3://{bucket}/{key}"
-    resp = _call(s3.get_object, where, Bucket=bucket, Key=key)
+    resp = call(s3.get_object, where, Bucket=bucket, Key=key)
     body = resp["Body"]
     try:
         size = resp.get("ContentLength")
@@ -81,7 +81,7 @@ def s3_get(s3, bucket: str, key: str, limit: int = MAX_OBJECT) -> bytes:
                            "too-large")
         chunks, got = [], 0
         while got <= limit:
-            b = _call(body.read, where, amt=min(CHUNK, limit + 1 - got))
+            b = call(body.read, where, amt=min(CHUNK, limit + 1 - got))
             if not b:
                 break
             chunks.append(b)
@@ -100,7 +100,7 @@ def s3_keys(s3, bucket: str, prefix: str) -> list[str]:
     keys: list[str] = []
     kw: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
-        resp = _call(s3.list_objects_v2, f"ListObjectsV2 s3://{bucket}/{prefix}", **kw)
+        resp = call(s3.list_objects_v2, f"ListObjectsV2 s3://{bucket}/{prefix}", **kw)
         keys += [o["Key"] for o in resp.get("Contents", [])]
         if not resp.get("IsTruncated"):
             return keys
@@ -109,6 +109,6 @@ def s3_keys(s3, bucket: str, prefix: str) -> list[str]:
 
 def s3_get_bounded(s3: Any, bucket: str, key: str, limit: int) -> bytes:
     """At most `limit` + 1 bytes of an object (a Range request): the caller refuses more."""
-    resp = _call(s3.get_object, f"s3://{bucket}/{key}", Bucket=bucket, Key=key,
+    resp = call(s3.get_object, f"s3://{bucket}/{key}", Bucket=bucket, Key=key,
                  Range=f"bytes=0-{limit}")
     return bytes(resp["Body"].read(limit + 1))

@@ -10,6 +10,7 @@ import re
 import shutil
 import stat
 
+from neuron_env.target import launch
 from neuron_env.util import proc, redact
 
 DMESG = re.compile(r"neuron|nrt|\bnd\d|1d0f|aws-neuronx|efa", re.I)
@@ -26,8 +27,10 @@ def member(name: str, text: str, note: str = "") -> tuple[str, str, str]:
 
 def command(name: str, argv: list[str], timeout: float = 30.0,
             keep=None) -> tuple[str, str, str]:
-    res = proc.run(argv, timeout=timeout)
-    shown = " ".join(argv)
+    return _said(name, " ".join(argv), proc.run(argv, timeout=timeout), keep)
+
+
+def _said(name: str, shown: str, res: proc.Completed, keep=None) -> tuple[str, str, str]:
     if res.error or res.timed_out or res.returncode:
         why = res.error or ("timed out" if res.timed_out else f"exit {res.returncode}")
         return member(name, f"$ {shown}\n({why})\n{res.tail(2000)}", f"{shown}: {why}")
@@ -61,7 +64,8 @@ def packages(target: dict) -> list[tuple[str, str, str]]:
                f"{k} {v}\n" for k, v in sorted(((target.get("driver") or {}).get(
                    "apt_packages") or {}).items())), "Neuron apt packages (dpkg status)")]
     if py.get("version"):
-        out.append(command("pip-list.txt", [py["path"], "-m", "pip", "list"], timeout=60))
+        out.append(_said("pip-list.txt", f"{py['path']} -m pip list",
+                         launch.run_tool(py["path"], ["-m", "pip", "list"], timeout=60)))
     return out
 
 

@@ -10,23 +10,35 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import CATEGORIES, Result
 from neuron_env.util.record import record, replace
+
+if TYPE_CHECKING:  # annotations only: doctor imports neither for the registry's sake
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
 
 
 @record
 class Context:
     python_flag: str | None = None  # as the user gave it, for fix commands
     matrix_flag: str | None = None
-    index_overrides: dict | None = None  # index name -> mirror URL (flags, environment)
+    index_overrides: dict[str, str] | None = None  # index name -> mirror URL (flags, env)
     own_prefix: str | None = None  # neuron-env's own environment (sys.prefix), for fix lines
     expect_efa: bool = False  # doctor --expect-efa: multi-node use intended (net.efa fails)
 
 
-CheckFn = Callable[..., Result]
-REGISTRY: list[tuple[str, str, CheckFn]] = []
+class Check(Protocol):
+    """What `@check` registers: (host facts, the matrix, the context) -> one Result (its id and
+    category may be left empty: the registry fills them)."""
+
+    def __call__(self, facts: HostFacts, m: Matrix, ctx: Context, /) -> Result: ...
+
+
+CheckFn = TypeVar("CheckFn", bound=Check)
+REGISTRY: list[tuple[str, str, Check]] = []
 OPT_IN: set[str] = set()  # registered, but run only when asked (extra ids)
 
 
@@ -39,7 +51,7 @@ def check(id: str, category: str, opt_in: bool = False) -> Callable[[CheckFn], C
     return deco
 
 
-def verdict(status: str, summary: str, **kw) -> Result:
+def verdict(status: str, summary: str, **kw: Any) -> Result:
     """A check's Result without id/category: `run_checks` fills them from the registry."""
     return Result("", "", status, summary, **kw)
 
@@ -68,7 +80,8 @@ def _load() -> None:
     REGISTRY.sort(key=lambda e: order.index(e[1]) if e[1] in order else len(order))
 
 
-def select(only: list[str], skip: list[str], extra_ids: list[str] = ()) -> list[str]:
+def select(only: list[str], skip: list[str], extra_ids: list[str] | tuple[str, ...] = ()
+           ) -> list[str]:
     ids = all_ids()
     ids += [i for i, _, _ in REGISTRY if i in OPT_IN and i in extra_ids]
     ids += [i for i in extra_ids if i not in ids]
@@ -84,7 +97,7 @@ def select(only: list[str], skip: list[str], extra_ids: list[str] = ()) -> list[
     return [i for i in ids if (not only or match(i, only)) and not match(i, skip)]
 
 
-def run_checks(facts, matrix, ctx: Context, ids: list[str]) -> list[Result]:
+def run_checks(facts: HostFacts, matrix: Matrix, ctx: Context, ids: list[str]) -> list[Result]:
     _load()
     out = []
     for id_, category, fn in REGISTRY:

@@ -3,12 +3,19 @@ from aws/facts.with_aws_facts (the I/O)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.checks import check, verdict
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
+
 
 @check("instance.aws", "aws", opt_in=True)
-def instance_aws(facts, m, ctx) -> Result:
+def instance_aws(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     a = facts.aws
     if a is None or not a.asked:
         return verdict("skip",

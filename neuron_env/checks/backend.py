@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 
 from neuron_env.checks import check
-from neuron_env.install.manifest import expected_index_urls
 from neuron_env.matrix.model import fmt_spec
+from neuron_env.matrix.overrides import expected_index_urls
 from neuron_env.report.model import Result
 from neuron_env.util import redact
 from neuron_env.util.names import canonicalize_name

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from neuron_env.checks import check
 from neuron_env.checks.driver import parse_core_list
 from neuron_env.report.model import Result
+
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
 
 K8S_RESOURCE = "aws.amazon.com/neuron"
 
@@ -29,7 +36,7 @@ def _how_to_add(kind: str | None, devices: list[int]) -> str:
 
 
 @check("container.devices", "container")
-def container_devices(facts, m, ctx) -> Result:
+def container_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     c = facts.container
     if not c.in_container:
         return Result("container.devices", "container", "skip", "not in a container")
@@ -57,7 +64,8 @@ def container_devices(facts, m, ctx) -> Result:
     return _cores_fit(facts, m, observed, nodes, cores_raw, where)
 
 
-def _cores_fit(facts, m, observed, nodes, cores_raw, where) -> Result:
+def _cores_fit(facts: HostFacts, m: Matrix, observed: dict[str, Any], nodes: Any,
+               cores_raw: Any, where: str) -> Result:
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     lnc_raw = facts.env.get("NEURON_LOGICAL_NC_CONFIG")
     lnc = int(lnc_raw) if lnc_raw in ("1", "2") else (typ.lnc_default if typ else None)

@@ -4,8 +4,14 @@ it), or None with the reason said in prose. Pure: facts + matrix -> text."""
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from neuron_env.matrix.model import fmt_spec
+
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
 
 APT_REPO = "https://apt.repos.neuron.amazonaws.com"
 APT_KEY = f"{APT_REPO}/GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB"
@@ -14,7 +20,7 @@ DEFAULT_VENV = "~/neuron-venv"
 APT_FAMILY = ("ubuntu",)
 
 
-def apt_packages(m, names: list[str] | None = None) -> list[str]:
+def apt_packages(m: Matrix, names: list[str] | None = None) -> list[str]:
     """The release's apt packages, pinned (`name=VERSION*`) where the matrix pins them."""
     out = []
     for a in m.driver.apt:
@@ -24,7 +30,7 @@ def apt_packages(m, names: list[str] | None = None) -> list[str]:
     return out
 
 
-def apt_install(facts, m, names: list[str] | None = None) -> str | None:
+def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> str | None:
     """Set up the Neuron apt repository for the host's codename, then install; None where the
     host is not apt-based (the prose then says what to do by hand)."""
     o = facts.os
@@ -44,23 +50,23 @@ def apt_install(facts, m, names: list[str] | None = None) -> str | None:
     ])
 
 
-def in_image(facts) -> bool:
+def in_image(facts: HostFacts) -> bool:
     return bool(facts.root.explicit)
 
 
-def chroot_note(facts) -> str:
+def chroot_note(facts: HostFacts) -> str:
     return (f" (inside the image: run it under `sudo chroot {facts.root.path}`, or in the image "
             "build's install step)") if in_image(facts) else ""
 
 
-def fitting_pythons(facts, m) -> list[tuple[str, str]]:
+def fitting_pythons(facts: HostFacts, m: Matrix) -> list[tuple[str, str]]:
     """(path, X.Y) of the interpreters found on this host that the matrix accepts, newest first."""
     found = getattr(facts, "pythons", ()) or ()
     ok = [(p, v) for p, v in found if m.python.contains(v + ".0", prereleases=True)]
     return sorted(ok, key=lambda pv: tuple(int(x) for x in pv[1].split(".")), reverse=True)
 
 
-def wanted_minor(m) -> str:
+def wanted_minor(m: Matrix) -> str:
     """The oldest X.Y the matrix accepts (the widest wheel coverage; for 'get one' advice)."""
     for minor in range(8, 30):
         if m.python.contains(f"3.{minor}.0", prereleases=True):
@@ -68,7 +74,7 @@ def wanted_minor(m) -> str:
     return "3.12"
 
 
-def new_venv_cmd(ctx, python: str, venv: str = DEFAULT_VENV, quoted: bool = False) -> str:
+def new_venv_cmd(ctx: Context, python: str, venv: str = DEFAULT_VENV, quoted: bool = False) -> str:
     """`neuron-env install --venv DIR --python PY`; `quoted`: PY is already shell text."""
     parts = ["neuron-env", "install"]
     if ctx.matrix_flag:
@@ -77,7 +83,7 @@ def new_venv_cmd(ctx, python: str, venv: str = DEFAULT_VENV, quoted: bool = Fals
                      python if quoted else shlex.quote(python)])
 
 
-def get_python(facts, m, ctx) -> tuple[str, str | None]:
+def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | None]:
     """(prose, command) that gives the user a venv on a Python the matrix accepts."""
     expected = fmt_spec(m.python)
     fit = fitting_pythons(facts, m)
@@ -102,7 +108,7 @@ def get_python(facts, m, ctx) -> tuple[str, str | None]:
             f"{DEFAULT_VENV} --python PATH`", None)
 
 
-def dlami(m) -> tuple[str, str | None]:
+def dlami(m: Matrix) -> tuple[str, str | None]:
     """(prose, command) for "move to a supported OS": the image id of the Neuron DLAMI for the
     newest supported OS the matrix states one for (single-framework when stated)."""
     from neuron_env.matrix import dlami as dl

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks import check
 from neuron_env.checks.backend import install_cmd
 from neuron_env.checks.driver import _not_neuron_host, base_version, minor
 from neuron_env.report.model import Result
 from neuron_env.util.versions import Ver
+
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
 
 XLA_DISTS = ("torch-xla", "libneuronxla", "torch-neuronx-xla")
 
@@ -24,11 +30,11 @@ def xla_era(version: str) -> bool | None:
     return len(rel) >= 5 or (len(rel) == 4 and rel[2] != 3)
 
 
-def _python(ctx, facts) -> str:
+def _python(ctx: Context, facts: HostFacts) -> str:
     return shlex.quote(ctx.python_flag or facts.target.path)
 
 
-def _native_problems(t, nx) -> list[str]:
+def _native_problems(t: Any, nx: Any) -> list[str]:
     out = []
     if nx and xla_era(nx.version):
         torch = ".".join(nx.version.split(".")[:3])
@@ -48,7 +54,7 @@ def _native_problems(t, nx) -> list[str]:
 
 
 @check("backend.lineage", "backend")
-def backend_lineage(facts, m, ctx) -> Result:
+def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     t = facts.target
     if not t.usable:
         return Result("backend.lineage", "backend", "skip",
@@ -90,7 +96,7 @@ def backend_lineage(facts, m, ctx) -> Result:
 
 
 @check("backend.collectives", "backend")
-def backend_collectives(facts, m, ctx) -> Result:
+def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     name = "aws-neuronx-collectives"
     if not d.dpkg_present:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks import check
 from neuron_env.checks.driver import _image
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
+
 EFA_DOCS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html"
 
 
-def _skip(facts: Any, typ: Any) -> str | None:
+def _skip(facts: HostFacts, typ: Any) -> str | None:
     if facts.instance.assumed or _image(facts):
         return "EFA of the target cannot be seen from this host or image"
     if not facts.instance.type:
@@ -48,7 +53,7 @@ def _missing(summary: str, intent: str | None, **kw: Any) -> Result:
 
 
 @check("net.efa", "net")
-def net_efa(facts: Any, m: Any, ctx: Any) -> Result:
+def net_efa(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     if (why := _skip(facts, typ)) is not None:
         return Result("net.efa", "net", "skip", why)

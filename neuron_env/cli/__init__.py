@@ -22,21 +22,28 @@ finally:
     if _collecting:
         gc.enable()
 
-COMMANDS = (  # (command or group, its module in neuron_env/cli/), in help order
-    ("userdata", "bootstrap"),
-    ("imagebuilder-component", "bootstrap"),
-    ("bundle", "bundle"),
-    ("collectives", "collectives"),
+COMMANDS = (  # (command or group, its module in neuron_env/cli/), in help (workflow) order
     ("doctor", "doctor"),
-    ("slurm-healthcheck", "engines"),
-    ("k8s-manifests", "engines"),
     ("install", "install"),
-    ("instance", "instance"),
-    ("scan", "scan"),
     ("smoke", "smoke"),
     ("trial", "trial"),
-    ("matrix", "matrix"),
+    ("scan", "scan"),
+    ("collectives", "collectives"),
     ("fleet", "fleet"),
+    ("userdata", "bootstrap"),
+    ("imagebuilder-component", "bootstrap"),
+    ("slurm-healthcheck", "engines"),
+    ("k8s-manifests", "engines"),
+    ("bundle", "bundle"),
+    ("instance", "instance"),
+    ("matrix", "matrix"),
+)
+PANELS = (  # (help panel, its commands): `neuron-env --help` in the order a user needs them
+    ("Check, install, run", ("doctor", "install", "smoke", "trial")),
+    ("Port and scale out", ("scan", "collectives", "fleet")),
+    ("Bootstrap and engines", ("userdata", "imagebuilder-component", "slurm-healthcheck",
+                               "k8s-manifests")),
+    ("Support and reference", ("bundle", "instance", "matrix")),
 )
 
 
@@ -48,6 +55,10 @@ def register():
         importlib.import_module(f"{__name__}.{module}")
     from neuron_env.cli.app import app
 
+    panel = {name: title for title, names in PANELS for name in names}
+    for info in (*app.registered_commands, *app.registered_groups):  # typer's own rich mode
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        info.rich_help_panel = panel.get(name, info.rich_help_panel)
     return app
 
 
@@ -62,4 +73,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["COMMANDS", "app", "main", "register"]
+__all__ = ["COMMANDS", "PANELS", "app", "main", "register"]

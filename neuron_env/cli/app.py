@@ -178,14 +178,14 @@ def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def main() -> None:
-    from neuron_env.cli import COMMANDS, lazy
+    from neuron_env.cli import COMMANDS, PANELS, lazy
 
     usage, abort = _parse_errors()
     _sigterm_interrupts()
     try:
         # parse errors come back here (JSON mode speaks JSON); only the command run is
         # imported and built
-        rc = lazy.command(app, COMMANDS)(standalone_mode=False)
+        rc = lazy.command(app, COMMANDS, PANELS)(standalone_mode=False)
     except usage as e:
         usage_error(e, sys.argv[1:])
     except (KeyboardInterrupt, *abort):

@@ -1,4 +1,5 @@
-"""`neuron-env doctor`: flags -> DoctorOptions -> commands.doctor.run -> the boundary."""
+"""`neuron-env doctor`: flags -> DoctorOptions -> commands.doctor.command -> the boundary
+(the CLI parses and asks on a TTY; the command orchestrates)."""
 
 import sys
 
@@ -123,9 +124,9 @@ def doctor(
         from neuron_env.probes.facts import start_target
 
         started = start_target(python)
-        from neuron_env.commands.doctor import DoctorOptions, run_waiting, write_reports
+        from neuron_env.commands.doctor import DoctorOptions, command
 
-        opts = DoctorOptions(
+        return command(DoctorOptions(
             matrix=matrix, python=python, root=root, instance_type=instance_type,
             only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
             collectives=collectives, step_lines=_step_lines(smoke, format.value),
@@ -133,28 +134,10 @@ def doctor(
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
             waivers=_waivers(waive, reason, until, waivers_file), wait=wait,
-            all_packages=all_packages, expect_efa=expect_efa)
-        rep = run_waiting(opts, started)
-        if fix:
-            rep = _fix(rep, opts, yes)
-        if slurm_drain:
-            from neuron_env.fleet.slurm import drain_or_resume
-
-            rep = drain_or_resume(rep)
-        write_reports(rep, tuple(report or ()), verbose)
-        return rep
+            all_packages=all_packages, expect_efa=expect_efa, fix=fix, slurm_drain=slurm_drain,
+            verbose=verbose),
+            started, confirm=lambda commands: _confirm(commands, yes))
 
     emit(produce, format.value, "neuron-env.doctor/1", verbose=verbose,
          reports=tuple(report or ()))
 
-
-def _fix(rep, opts, yes: bool):
-    from neuron_env.commands import doctor_fix
-    from neuron_env.commands.doctor import run
-    from neuron_env.util.record import replace
-
-    done = doctor_fix.apply(rep, lambda cmds: _confirm(cmds, yes),
-                            lambda line: sys.stderr.write(line + "\n"))
-    if any(d["ran"] for d in done):
-        rep = run(opts)  # check again: the report describes the host after the fixes
-    return replace(rep, extra=dict(rep.extra, fixes=done))

@@ -84,9 +84,11 @@ def _lazy(app: typer.Typer, name: str, module: str):
     return build
 
 
-def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None):
+def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None,
+            panels: Sequence[tuple[str, Sequence[str]]] = ()):
     """The click command `app()` would run, its subcommands built on demand. `commands`:
-    (name, module) pairs whose modules are imported on demand too; else those registered."""
+    (name, module) pairs whose modules are imported on demand too; else those registered.
+    `panels`: (title, names) sections that `--help` lists the commands in."""
     made = ({name: _lazy(app, name, module) for name, module in commands} if commands
             else factories(app))
     if made is None or not app.registered_callback:
@@ -95,4 +97,24 @@ def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None)
     root.registered_commands, root.registered_groups = [], []
     group = typer_main.get_command(root)
     group.commands = LazyCommands(made)
+    if panels:
+        group.format_commands = partial(_format_panels, group, panels)
     return group
+
+
+def _format_panels(group, panels: Sequence[tuple[str, Sequence[str]]], ctx, formatter) -> None:
+    """click's Group.format_commands, one section per panel (what typer's rich_help_panel
+    shows in its rich mode; neuron-env's help is plain click)."""
+    names = [n for n in group.list_commands(ctx) if not group.commands[n].hidden]
+    if not names:
+        return
+    width = max(len(n) for n in names)  # one column for every panel
+    limit = formatter.width - 6 - width
+    placed = {n for _, members in panels for n in members}
+    sections = [*panels, ("Other commands", [n for n in names if n not in placed])]
+    for title, members in sections:
+        rows = [(n.ljust(width), group.commands[n].get_short_help_str(limit))
+                for n in members if n in names]
+        if rows:
+            with formatter.section(title):
+                formatter.write_dl(rows)

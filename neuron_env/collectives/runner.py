@@ -1,25 +1,25 @@
 """Start N ranks of the collectives script in the target interpreter and supervise them.
 
-Every rank goes through the subprocess funnel (its own process group, the one deadline). A rank
-that dies takes the others down after a short grace (they would only wait for it); at the
-deadline every rank is killed. Each rank's last "@@STEP@@" marker, and whether it printed
-"@@CALL@@" after it, tell which rank hung and where.
+Every rank starts through neuron_env/target/ (WORKLOAD mode; the funnel: its own process
+group, the one deadline). A rank that dies takes the others down after a short grace (they
+would only wait for it); at the deadline every rank is killed. Each rank's last step marker,
+and whether it said it entered the collective after it, tell which rank hung and where (the
+protocol: neuron_env/target/).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import time
 from dataclasses import dataclass
 
-from neuron_env.inside import MARKER, script
+from neuron_env.target import launch as target
+from neuron_env.target import protocol
 from neuron_env.util import proc
 
 GRACE = 10.0  # seconds the surviving ranks get after one died, before they are stopped
-_STEP = re.compile(r"@@STEP ([^@]+)@@")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class RankOutcome:
     returncode: int | None
     killed: bool  # stopped by us: the deadline, or after another rank died
     last_step: str
-    entered: bool  # printed @@CALL@@ after its last step: it was inside the collective
+    entered: bool  # said CALL after its last step: it was inside the collective
     error: str | None
     stderr_tail: str
     pid: int | None = None
@@ -51,19 +51,17 @@ def free_port() -> int:
 
 
 def rank_env(rank: int, world: int, port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC"))}
-    env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-               LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
-    return env
+    return target.target_env(
+        {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+         "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+        drop=("SLURM_", "TORCHELASTIC"))
 
 
 def launch(python: str, payload: dict, world: int, timeout: float) -> CollectivesRun:
     t0 = time.monotonic()
     port = free_port()
-    argv = [python, str(script("collectives.py")), json.dumps(payload)]
-    runs = [proc.spawn(argv, timeout=timeout, env=rank_env(r, world, port))
-            for r in range(world)]
+    runs = [target.spawn_script(python, "collectives.py", payload, timeout=timeout,
+                                env=rank_env(r, world, port)) for r in range(world)]
     order: list[tuple[int, ...]] = []
     stopped_after = _supervise(runs, t0 + timeout, order)
     done = [r.result() for r in runs]
@@ -73,7 +71,7 @@ def launch(python: str, payload: dict, world: int, timeout: float) -> Collective
                and c.returncode < 0)}
     ranks = tuple(_outcome(i, c, i in killed, r.proc.pid if r.proc else None)
                   for i, (r, c) in enumerate(zip(runs, done, strict=True)))
-    return CollectivesRun(_document(done[0].stdout) if done else None, ranks,
+    return CollectivesRun(protocol.document(done[0].stdout) if done else None, ranks,
                           time.monotonic() - t0, timed_out, stopped_after, tuple(order))
 
 
@@ -101,25 +99,10 @@ def _supervise(runs: list, deadline: float, order: list[tuple[int, ...]]) -> int
     return failed
 
 
-def _outcome(rank: int, c, killed: bool, pid: int | None = None) -> RankOutcome:
-    err = c.stderr or ""
-    steps = list(_STEP.finditer(err))
-    last = steps[-1].group(1) if steps else "start-up"
-    entered = bool(steps) and "@@CALL@@" in err[steps[-1].end():]
-    error = err.split("@@ERROR@@", 1)[1].strip()[-1500:] if "@@ERROR@@" in err else None
-    if c.error:
-        error = f"could not start: {c.error}"
-    tail = re.sub(r"@@(STEP [^@]+|CALL)@@\n?", "", err).strip()[-800:]
-    return RankOutcome(rank, c.returncode, killed, last, entered, error, tail, pid)
-
-
-def _document(stdout: str) -> dict | None:
-    if stdout.count(MARKER) < 2:
-        return None
-    try:
-        return json.loads(stdout.rsplit(MARKER, 2)[-2])
-    except ValueError:
-        return None
+def _outcome(rank: int, c: proc.Completed, killed: bool, pid: int | None = None) -> RankOutcome:
+    t = protocol.rank_trace(c.stderr or "")
+    error = f"could not start: {c.error}" if c.error else t.error
+    return RankOutcome(rank, c.returncode, killed, t.last_step, t.entered, error, t.tail, pid)
 
 
 def probe_devices(python: str, device: str, timeout: float = 120.0) -> tuple[int, bool]:
@@ -130,7 +113,7 @@ def probe_devices(python: str, device: str, timeout: float = 120.0) -> tuple[int
             "n = m.device_count() if m is not None and hasattr(m, 'device_count') else 0; "
             "e = bool(getattr(m, 'is_emulated', lambda: False)()) if m is not None else False; "
             "print(json.dumps([n, e]))")
-    res = proc.run([python, "-c", code], timeout=timeout)
+    res = target.run_code(python, code, timeout=timeout)
     try:
         n, e = json.loads(res.stdout.strip().splitlines()[-1])
         return int(n), bool(e)
@@ -141,11 +124,9 @@ def probe_devices(python: str, device: str, timeout: float = 120.0) -> tuple[int
 def run_one(python: str, payload: dict, timeout: float) -> CollectivesRun:
     """`--launched`: this process is one rank started by torchrun or srun."""
     t0 = time.monotonic()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
-    c = proc.run([python, str(script("collectives.py")), json.dumps(payload)], timeout=timeout,
-                 env=env)
+    c = target.run_script(python, "collectives.py", payload, timeout=timeout)
     rank = int(os.environ.get("RANK") or os.environ.get("SLURM_PROCID") or 0)  # see launched_rank
-    doc = _document(c.stdout)
+    doc = protocol.document(c.stdout)
     if doc is None and rank != 0 and c.returncode == 0:
         doc = {"rows": [], "note": f"rank {rank}: rank 0 reports for every rank"}
     stopped = None if c.returncode in (0, None) else rank

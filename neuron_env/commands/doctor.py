@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from neuron_env import checks
 from neuron_env.checks import waivers
 from neuron_env.commands import TOOL
-from neuron_env.install.manifest import index_overrides
 from neuron_env.matrix import catalog
+from neuron_env.matrix.overrides import index_overrides
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
@@ -44,6 +45,9 @@ class DoctorOptions:
     wait: float = 0.0  # --wait SECONDS: re-check failing checks until they pass
     all_packages: bool = False  # list every distribution in target.packages
     expect_efa: bool = False  # --expect-efa: multi-node use intended, so a missing EFA fails
+    fix: bool = False  # --fix: run the safe fixes (after `confirm`), then check again
+    slurm_drain: bool = False  # drain this Slurm node when doctor fails; resume it when it passes
+    verbose: bool = False  # reports show observed/expected too
 
 
 def _check_root(root: str | None) -> None:
@@ -168,6 +172,32 @@ def run(opts: DoctorOptions, started=None) -> Report:
     results = check(facts, matrix, opts, ids) + smoke(facts, opts, ids)
     published, forced = publish(facts, matrix, opts, results)
     return reduce(facts, matrix, opts, results, published, forced, t0)
+
+
+def command(opts: DoctorOptions, started=None,
+            confirm: Callable[[list[str]], bool] = lambda commands: False) -> Report:
+    """THE doctor command (the CLI parses flags and calls this): check (again while --wait),
+    then --fix and check again, then --slurm-drain, then write every --report."""
+    rep = run_waiting(opts, started)
+    if opts.fix:
+        rep = fix(rep, opts, confirm)
+    if opts.slurm_drain:
+        from neuron_env.fleet.slurm import drain_or_resume
+
+        rep = drain_or_resume(rep)
+    write_reports(rep, opts.reports, opts.verbose)
+    return rep
+
+
+def fix(rep: Report, opts: DoctorOptions, confirm: Callable[[list[str]], bool]) -> Report:
+    """Run the safe fixes `confirm` allows; when one ran, check again (the report describes
+    the host after the fixes) and record what ran."""
+    from neuron_env.commands import doctor_fix
+
+    done = doctor_fix.apply(rep, confirm, lambda line: sys.stderr.write(line + "\n"))
+    if any(d["ran"] for d in done):
+        rep = run(opts)
+    return replace(rep, extra=dict(rep.extra, fixes=done))
 
 
 def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:

@@ -17,11 +17,11 @@ from neuron_env.errors import (
     UsageError,
 )
 from neuron_env.install import installers, noop
-from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
 from neuron_env.matrix.model import python_range
+from neuron_env.matrix.overrides import index_overrides
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact
@@ -75,14 +75,15 @@ def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
     """(python, venv to create). With --venv: DIR's python, or the base python to make it."""
     from neuron_env.install import venv
     from neuron_env.probes.interpreter import resolve_target
+    from neuron_env.target.launch import interpreter
 
-    if not opts.venv:
-        return resolve_target(opts.python)[0], None
+    if not opts.venv:  # absolute: the children run in /, not in the caller's directory
+        return interpreter(resolve_target(opts.python)[0]), None
     d = Path(opts.venv).expanduser().absolute()
     py = venv.existing(d)
     if py:
         return py, None
-    return resolve_target(opts.python)[0], str(d)
+    return interpreter(resolve_target(opts.python)[0]), str(d)
 
 
 def _confirm(plan_text: str, opts: InstallOptions) -> float:

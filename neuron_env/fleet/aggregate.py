@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from neuron_env.fleet import verdict as V
+from neuron_env.report import verdict as V
 from neuron_env.report.envelope import envelope
 
 SCHEMA = "neuron-env.fleet/1"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from neuron_env import __version__
 from neuron_env.errors import UsageError
-from neuron_env.fleet.verdict import reason, verdict
 from neuron_env.report.model import Report, Result
+from neuron_env.report.verdict import reason, verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
 OURS = "neuron-env"  # every reason we set starts with this: we resume only our own drains

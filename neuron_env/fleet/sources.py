@@ -10,7 +10,7 @@ from typing import Any
 
 from neuron_env.errors import ConfigurationError
 from neuron_env.fleet.aggregate import Entry
-from neuron_env.fleet.verdict import instance_id
+from neuron_env.report.verdict import instance_id
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.record import replace
 

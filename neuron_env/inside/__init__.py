@@ -1,11 +1,9 @@
-"""Scripts run INSIDE the target interpreter: stdlib (+ torch for smoke) only, JSON back."""
+"""Scripts run INSIDE the target interpreter: stdlib (+ torch for smoke) only, JSON back.
+They are started, and their protocol read, by neuron_env/target/ (its docstring: the spec)."""
 
-import re
 from pathlib import Path
 
-from neuron_env.inside._shared import MARKER  # noqa: F401 (the runners' side of the marker)
-
-STEP = re.compile(r"@@STEP (\w+)@@")  # on stderr (_shared.step): the step running now
+from neuron_env.inside._shared import MARKER  # noqa: F401 (the host side: neuron_env/target/)
 
 
 def script(name: str) -> Path:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from neuron_env.errors import ConfigurationError, UsageError
 from neuron_env.install import mirrors
+from neuron_env.target.launch import module_argv
 
 INSTALLERS = ("pip", "uv")
 NET = ["--timeout", "15", "--retries", "1"]
@@ -67,9 +68,9 @@ def choose(requested: str | None, target: str, target_has_pip: bool,
         raise UsageError(f"--installer {requested!r} is not one of pip, uv",
                          hint="use --installer pip or --installer uv")
     if importlib.util.find_spec("pip") is not None:
-        pip, version = (sys.executable, "-m", "pip", "--python", target), own_pip_version()
+        pip, version = module_argv(sys.executable, "pip", "--python", target), own_pip_version()
     elif target_has_pip:
-        pip, version = (target, "-m", "pip"), target_pip_version
+        pip, version = module_argv(target, "pip"), target_pip_version
     else:
         raise ConfigurationError(
             "pip is neither in neuron-env's environment nor in the target",

@@ -15,29 +15,6 @@ RELATIVE_PATH = os.path.join(".neuron-env", "install-manifest.json")
 SCHEMA = "neuron-env.manifest/1"
 
 
-INDEX_FLAGS = {"neuron": "--neuron-index-url", "pytorch-cpu": "--pytorch-index-url"}
-
-
-def index_overrides(m, flags: dict[str, str | None] | None = None) -> dict[str, tuple[str, str]]:
-    """Index name -> (overriding URL, what set it): the flag first, then the index's
-    environment variable (doctor and install read overrides only through here)."""
-    out = {}
-    for idx in m.indexes:
-        if (flags or {}).get(idx.name):
-            out[idx.name] = (flags[idx.name], INDEX_FLAGS.get(idx.name, "flag"))
-        elif idx.env and os.environ.get(idx.env):
-            out[idx.name] = (os.environ[idx.env], idx.env)
-    return out
-
-
-def expected_index_urls(m, overrides: dict[str, str] | None = None) -> dict[str, list[str]]:
-    out = {}
-    for idx in m.indexes:
-        out[idx.name] = [idx.url] + ([overrides[idx.name]] if overrides and
-                                     overrides.get(idx.name) else [])
-    return out
-
-
 def path_for(prefix: str) -> str:
     return os.path.join(prefix, RELATIVE_PATH)
 

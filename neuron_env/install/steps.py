@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from neuron_env.errors import CommandTimeout
 from neuron_env.install.downloads import Rate, Tally, figures, human
-from neuron_env.util import proc, redact
+from neuron_env.target import launch
+from neuron_env.util import redact
 from neuron_env.util.progress import Heartbeat, Progress
 
 __all__ = ["Log", "Progress", "StepResult", "installer_env", "run_step"]
@@ -138,7 +139,8 @@ def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str],
     watch = Watch(progress, activity.split(" ", 1)[0].lower(), parallel)
     lines = _Lines(log, on_line=watch.line)
     try:
-        res = proc.stream(argv, timeout=timeout, sink=lines, tick=watch.tick, env=env)
+        res = launch.stream_command(argv, timeout=timeout, sink=lines, tick=watch.tick,
+                                     env=env)
         lines.flush()
     finally:
         watch.close()
@@ -157,6 +159,7 @@ def run_step(name: str, argv: list[str], *, timeout: float, env: dict[str, str],
 
 # pip/uv settings from the caller's environment that a step keeps: how to reach the network
 # (proxy, CA bundle, client certificate) and the download cache, never WHERE packages come from
+_OURS = ("PIP_CONFIG_FILE", "UV_NO_CONFIG", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_INPUT")
 KEPT = ("PIP_CERT", "PIP_CLIENT_CERT", "PIP_PROXY", "PIP_CACHE_DIR", "PIP_NO_CACHE_DIR",
         "UV_CACHE_DIR", "UV_NO_CACHE", "UV_NATIVE_TLS")
 
@@ -166,8 +169,7 @@ def installer_env() -> dict[str, str]:
     UV_* settings are cut off (PIP_CONFIG_FILE=/dev/null, UV_NO_CONFIG=1; only KEPT survive),
     so a step's indexes are exactly those the plan shows, which the step then sets itself
     (installers.sources, mirrors.auth_env)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "UV_")) or k in KEPT}
-    env.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIP_NO_INPUT="1", PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-    return env
+    env = launch.target_env({"PIP_CONFIG_FILE": os.devnull, "UV_NO_CONFIG": "1",
+                             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"})
+    return {k: v for k, v in env.items()
+            if not k.startswith(("PIP_", "UV_")) or k in KEPT or k in _OURS}

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from neuron_env.errors import ConfigurationError, InterpreterError
-from neuron_env.util import proc
+from neuron_env.target import launch
 from neuron_env.util.atomic import safe_umask
 
 VENV_TIMEOUT = 300.0
@@ -96,7 +96,7 @@ def _create(d: Path, base_python: str) -> str:
     except OSError as e:
         what, fix = _why(e)
         raise InterpreterError(f"could not create the venv {d}: {what}", hint=fix) from None
-    r = proc.run([base_python, "-m", "venv", str(d)], timeout=VENV_TIMEOUT)
+    r = launch.run_tool(base_python, ["-m", "venv", str(d)], timeout=VENV_TIMEOUT)
     if not r.ok:
         remove(d, made_dir)
         what, fix = _why("timed out" if r.timed_out else (r.error or r.tail(300)))

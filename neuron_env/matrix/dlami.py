@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 from neuron_env.errors import UsageError
+from neuron_env.matrix.model import Matrix
 
 DLAMI_PARAM = "/aws/service/neuron/dlami/multi-framework/{os}/latest/image_id"
 
 
-def dlami_choice(m, os_name: str) -> tuple[str, str | None]:
+def dlami_choice(m: Matrix, os_name: str) -> tuple[str, str | None]:
     """(SSM parameter, warning). The single-framework DLAMI when the matrix states its parameter
     (`ssm_single_framework_<os>`); otherwise the multi-framework one, said plainly."""
     if not re.fullmatch(r"[a-z]+-\d+\.\d+", os_name):
@@ -30,7 +31,7 @@ def dlami_choice(m, os_name: str) -> tuple[str, str | None]:
                    f"PyTorch pre-installed since Neuron 2.32")
 
 
-def stated_for(m, os_name: str) -> bool:
+def stated_for(m: Matrix, os_name: str) -> bool:
     """The matrix states an SSM parameter for this OS (e.g. ubuntu-24.04)."""
     suffix = os_name.replace("-", "_").replace(".", "_")
     return any(k.startswith("ssm_") and k.endswith(suffix) for k, _ in (m.dlami or ()))

@@ -10,6 +10,7 @@ import datetime as _dt
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from neuron_env.errors import MatrixError, Problem
@@ -32,6 +33,7 @@ from neuron_env.matrix.model import (
     Source,
     TorchCompanion,
 )
+from neuron_env.matrix.references import source_ref_problems
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
@@ -263,7 +265,8 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     docs = _str_table(r, data, "docs")
     dlami = _str_table(r, data, "dlami")
     sources = _sources(r, data)
-    _check_source_refs(r, sources, instances, oses, driver)
+    for path, message in source_ref_problems(sources, instances, oses, driver):
+        r.bad(path, message)  # reported with the structural problems
     _check_companion_refs(r, sources, torch_companions)
 
     if r.problems:
@@ -519,26 +522,8 @@ def _sources(r: _Reader, data: dict) -> tuple[Source, ...]:
     return tuple(out)
 
 
-def _check_source_refs(r: _Reader, sources, instances, oses, driver) -> None:
-    ids = {s.id for s in sources}
-
-    def ref(path: str, value: str | None) -> None:
-        if value and value not in ids:
-            r.bad(path, f"source {value!r} is not declared in [[sources]] "
-                  f"(declared: {', '.join(sorted(ids)) or 'none'})")
-
-    for i, f in enumerate(instances):
-        for j, t in enumerate(f.types):
-            ref(f"instances[{i}].types[{j}].source", t.source)
-    for i, o in enumerate(oses):
-        ref(f"os[{i}].source", o.source)
-        ref(f"os[{i}].disputed_source", o.disputed_source)
-    for i, a in enumerate(driver.apt):
-        ref(f"driver.apt[{i}].source", a.source)
-
-
 # -- entry points -----------------------------------------------------------------------------
-def toml():
+def toml() -> ModuleType:
     """The project's one TOML reader (tomllib, or tomli before 3.11), imported when a file is
     parsed: a cached matrix never needs it."""
     if sys.version_info >= (3, 11):

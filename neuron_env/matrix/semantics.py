@@ -1,6 +1,7 @@
 """Pure: contradictions inside a matrix that each field alone does not show. An empty Python
 range, a pair whose range lies outside the release's, two pairs on one torch-neuronx family, a
-`release` that is not the one the file name says, a placeholder that is also a real version."""
+`release` that is not the one the file name says, a placeholder that is also a real version.
+(Parsing: matrix/loader.py; references between sections: matrix/references.py.)"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from neuron_env.matrix.model import FORMAT_VERSION, Matrix, fmt_spec
 def to_data(m: Matrix) -> dict[str, Any]:
     """The matrix as TOML-shaped data: `parse_text(to_toml(m))` gives an equal matrix."""
 
-    def drop_none(d: dict) -> dict:
+    def drop_none(d: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in d.items() if v is not None}
 
     data: dict[str, Any] = {
@@ -87,7 +87,7 @@ def to_toml(m: Matrix, header: str = "") -> str:
         else:
             out.append(f"{k} = {_value(v)}")
 
-    def emit_table(name: str, d: dict) -> None:
+    def emit_table(name: str, d: dict[str, Any]) -> None:
         subarrays = {k: v for k, v in d.items()
                      if isinstance(v, list) and v and isinstance(v[0], dict) and k != "types"}
         out.append("")

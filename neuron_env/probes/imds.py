@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from neuron_env.errors import ImdsFailure as _Fail
 from neuron_env.util.names import INSTANCE_TYPE
 from neuron_env.util.record import record
 
@@ -37,10 +38,6 @@ def disabled() -> bool:
 
 def endpoint() -> str:
     return os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
-
-
-class _Fail(Exception):
-    pass
 
 
 def _request(url: str, method: str, path: str, headers: dict, deadline: float):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import InterpreterError
-from neuron_env.inside import MARKER, script
+from neuron_env.target import launch, protocol
 from neuron_env.util import proc
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record
@@ -89,7 +89,7 @@ def _why_unusable(path: str, res: proc.Completed) -> str:
         return f"{path} did not finish the probe within {PROBE_TIMEOUT:.0f}s (hung?)"
     if res.error:
         return f"{path} could not be started: {res.error}"
-    ver = proc.run([path, "--version"], timeout=5)
+    ver = launch.version(path)
     text = (ver.stdout + ver.stderr).strip()
     if text.startswith("Python 2"):
         return f"{path} is {text}: neuron-env needs a Python 3 target (python.version says which)"
@@ -103,8 +103,7 @@ def _why_unusable(path: str, res: proc.Completed) -> str:
 def start_probe(flag: str | None) -> tuple[str, str, proc.Running]:
     """Start the probe in the target now; `finish_probe` collects it (doctor overlaps them)."""
     path, by = resolve_target(flag)
-    env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    return path, by, proc.spawn([path, str(script("probe.py"))], timeout=PROBE_TIMEOUT, env=env)
+    return path, by, launch.spawn_probe(path, "probe.py", timeout=PROBE_TIMEOUT)
 
 
 def probe_target(flag: str | None) -> TargetFacts:
@@ -124,13 +123,7 @@ def _json(text) -> tuple[object, str | None]:
 
 def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
     res = running.result()
-    doc = None
-    if res.ok and res.stdout.count(MARKER) >= 2:
-        body = res.stdout.rsplit(MARKER, 2)[-2]
-        try:
-            doc = json.loads(body)
-        except ValueError:
-            doc = None
+    doc = protocol.document(res.stdout) if res.ok else None
     if not isinstance(doc, dict) or not isinstance(doc.get("python"), dict):
         return TargetFacts(path=path, chosen_by=by, error=_why_unusable(path, res))
     py = doc["python"]

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from typing import Any
 
-from neuron_env.report.model import Report
+from neuron_env.report.model import Report, Result
 from neuron_env.util.text import xml_safe
 
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
 
 
 def _suite(root: ET.Element, name: str, **attrs: str) -> ET.Element:
-    return ET.SubElement(root, "testsuite", name=name, **attrs)
+    return ET.SubElement(root, "testsuite", {"name": name, **attrs})
 
 
-def _body(r) -> str:
+def _body(r: Result) -> str:
     return "\n".join(x for x in (
         r.summary,
         f"observed: {json.dumps(r.observed, default=str)}" if r.observed is not None else "",
@@ -29,7 +30,7 @@ def _body(r) -> str:
         if r.waiver else "") if x)
 
 
-def _case(ts: ET.Element, r, strict: bool) -> bool:
+def _case(ts: ET.Element, r: Result, strict: bool) -> bool:
     """Add one testcase; True when it counts as a failure."""
     warn = r.status == "warn"
     tc = ET.SubElement(ts, "testcase", classname=f"neuron-env.{r.category}",
@@ -75,7 +76,7 @@ def render(report: Report) -> str:
     return HEADER + xml_safe(ET.tostring(root, "unicode")) + "\n"
 
 
-def render_error(doc: dict) -> str:
+def render_error(doc: dict[str, Any]) -> str:
     """The run failed before any check (exit 2/3/4): one errored testcase that says why, so the
     dashboard shows the reason instead of an absent report."""
     err = doc.get("error") or {}

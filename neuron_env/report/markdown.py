@@ -3,12 +3,14 @@ then each problem with its fix (in a shell block, ready to paste) and its docs l
 
 from __future__ import annotations
 
-from neuron_env.report.model import CATEGORIES, Report
+from typing import Any
+
+from neuron_env.report.model import CATEGORIES, Report, Result
 
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌", "skip": "➖", "error": "💥"}
 
 
-def _cell(text) -> str:
+def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -24,7 +26,7 @@ def _target(report: Report) -> list[str]:
     return ["| | |", "| --- | --- |", *(f"| {k} | `{_cell(v)}` |" for k, v in rows)]
 
 
-def _problem(r) -> list[str]:
+def _problem(r: Result) -> list[str]:
     out = [f"### {ICON[r.status]} `{r.id}`: {r.summary}", ""]
     if r.observed is not None:
         out.append(f"- observed: `{_cell(r.observed)}`")
@@ -62,7 +64,7 @@ def render(report: Report) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_error(doc: dict) -> str:
+def render_error(doc: dict[str, Any]) -> str:
     err = doc.get("error") or {}
     out = [f"## neuron-env: error (exit {doc.get('exit_code')})", "",
            f"**{err.get('code', 'error')}**: {err.get('message', '')}"]

@@ -4,8 +4,8 @@ is doctor's (0 healthy, non-zero drain)."""
 
 from __future__ import annotations
 
-from neuron_env.fleet.verdict import reason, verdict
 from neuron_env.report.model import Report
+from neuron_env.report.verdict import reason, verdict
 
 
 def render(report: Report) -> str:

@@ -4,8 +4,8 @@ the node condition's message (it keeps `max_output_length` characters, 80 by def
 
 from __future__ import annotations
 
-from neuron_env.fleet.verdict import one_line, reason
 from neuron_env.report.model import Report
+from neuron_env.report.verdict import one_line, reason
 
 NPD_MAX = 80
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from neuron_env.fleet.verdict import COMPONENTS, verdict, versions
 from neuron_env.report.model import STATUSES, Report
+from neuron_env.report.verdict import COMPONENTS, verdict, versions
 from neuron_env.util.text import clean
 
 VERDICTS = ("pass", "warn", "fail", "error", "timeout")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
@@ -36,8 +37,9 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     if fmt == "json":
         return json.dumps(out.serialize(), indent=2, default=str) + "\n"
     if isinstance(out, Document):
-        if fmt == "junit" and getattr(out, "junit", None):  # fleet: one testcase per instance
-            return out.junit(out.body)
+        junit = getattr(out, "junit", None)
+        if fmt == "junit" and junit is not None:  # fleet: one testcase per instance
+            return str(junit(out.body))
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
@@ -46,7 +48,7 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     if fmt in RENDERERS:
         import importlib
 
-        return importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}").render(out)
+        return str(importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}").render(out))
     if out.view is not None:
         return out.view(out, verbose=verbose, colour=colour)
     from neuron_env.report import text
@@ -54,7 +56,7 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     return text.render(out, verbose=verbose, colour=colour)
 
 
-def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
+def render_error(schema: str, code: int, error: dict[str, Any], fmt: str) -> str:
     """A failed command's document in `fmt`, so a pipeline that asked for JSON or JUnit always
     gets one, even on exit 2 (text: the message and its hint)."""
     from neuron_env.report.envelope import error_envelope
@@ -79,7 +81,7 @@ def render_error(schema: str, code: int, error: dict, fmt: str) -> str:
 
 
 def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: int,
-                        error: dict) -> None:
+                        error: dict[str, Any]) -> None:
     """Every --report path gets a document on every exit: the error one when the run failed.
     Best effort: a bad spec or an unwritable path is already the error being reported."""
     from neuron_env.util.atomic import write_output

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
-from neuron_env.report.model import CATEGORIES, RANK, Report
+from neuron_env.report.model import CATEGORIES, RANK, Report, Result
 from neuron_env.util.text import escape_controls
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
 
 
-def use_colour(stream=None) -> bool:
+def use_colour(stream: TextIO | None = None) -> bool:
     """no-color.org: a NON-EMPTY NO_COLOR turns colour off; FORCE_COLOR (non-empty, not 0)
     turns it on without a TTY (CI logs that render ANSI); else only on a TTY."""
     stream = stream or sys.stdout
@@ -41,7 +42,7 @@ def _can_encode(s: str) -> bool:
         return False
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items() if x is not None) or "-"
     if isinstance(v, list | tuple):
@@ -52,7 +53,7 @@ def _fmt(v) -> str:
 def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     lines = []
     m = report.matrix or {}
-    groups: dict[str, list] = {}
+    groups: dict[str, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.category, []).append(r)
     for cat, results in groups.items():

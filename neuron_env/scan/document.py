@@ -12,7 +12,7 @@ from neuron_env.scan.ruleset import SEVERITIES, Ruleset
 SCHEMA = "neuron-env.scan/1"
 
 
-def findings(results: list[dict], rs: Ruleset) -> list[dict[str, Any]]:
+def findings(results: list[dict[str, Any]], rs: Ruleset) -> list[dict[str, Any]]:
     out = []
     for r in results:
         for rid, line, col, end_line, end_col, fixable, detail, fp in r["hits"]:
@@ -25,7 +25,7 @@ def findings(results: list[dict], rs: Ruleset) -> list[dict[str, Any]]:
     return out
 
 
-def counts(found: list[dict]) -> dict[str, Any]:
+def counts(found: list[dict[str, Any]]) -> dict[str, Any]:
     by_rule: dict[str, int] = {}
     by_sev = dict.fromkeys(SEVERITIES, 0)
     for f in found:
@@ -35,7 +35,7 @@ def counts(found: list[dict]) -> dict[str, Any]:
             "by_rule": dict(sorted(by_rule.items())), "by_severity": by_sev}
 
 
-def exit_code(found: list[dict], fail_on: str, exit_zero: bool) -> int:
+def exit_code(found: list[dict[str, Any]], fail_on: str, exit_zero: bool) -> int:
     if exit_zero or fail_on == "never":
         return EXIT_OK
     floor = SEVERITIES.index(fail_on)
@@ -43,8 +43,8 @@ def exit_code(found: list[dict], fail_on: str, exit_zero: bool) -> int:
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def body(rs: Ruleset, enabled: set[str], paths: list[str], results: list[dict],
-         skipped: list[dict], settings: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def body(rs: Ruleset, enabled: set[str], paths: list[str], results: list[dict[str, Any]],
+         skipped: list[dict[str, Any]], settings: dict[str, Any], **extra: Any) -> dict[str, Any]:
     found = findings(results, rs)
     scanned = [r for r in results if not r["skipped"]]
     skipped = skipped + [{"path": r["path"], "reason": r["skipped"]} for r in results
@@ -58,7 +58,7 @@ def body(rs: Ruleset, enabled: set[str], paths: list[str], results: list[dict],
         rules=[rs.rules[i].serialize() for i in sorted(enabled)], **extra)
 
 
-def unified_diff(changed: list[dict]) -> str:
+def unified_diff(changed: list[dict[str, Any]]) -> str:
     """One patch for `patch -p1` run where the scan ran."""
     chunks = []
     for r in changed:

@@ -4,15 +4,9 @@ for the analyzers. Pure: no file walking, no AST here."""
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from neuron_env.errors import ConfigurationError, UsageError
 
@@ -45,7 +39,7 @@ class CallCond:
     arg: str
     position: int | None
     kind: str  # one of CONDITIONS
-    values: tuple = ()
+    values: tuple[str, ...] = ()
 
 
 @dataclass
@@ -58,7 +52,7 @@ class Ruleset:
     prefixes: dict[str, str] = field(default_factory=dict)      # "a.b" of "a.b.*" -> rule
     calls: dict[str, list[CallCond]] = field(default_factory=dict)
     methods: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
-    devices: list[tuple[re.Pattern, str]] = field(default_factory=list)
+    devices: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
     env_exact: dict[str, str] = field(default_factory=dict)
     env_prefix: dict[str, str] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
@@ -132,6 +126,9 @@ def locate(matrix: str | None) -> Path:
 
 
 def load(path: Path) -> Ruleset:
+    from neuron_env.matrix.loader import toml  # the project's one TOML reader
+
+    tomllib = toml()
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
@@ -146,7 +143,7 @@ def load(path: Path) -> Ruleset:
                                  ) from None
 
 
-def _build(data: dict, path: str) -> Ruleset:
+def _build(data: dict[str, Any], path: str) -> Ruleset:
     docs = data.get("docs", {})
     rs = Ruleset(release=str(data["release"]), source=str(data.get("source", "")), rules={},
                  path=path)
@@ -164,7 +161,7 @@ def _build(data: dict, path: str) -> Ruleset:
     return rs
 
 
-def _index(rs: Ruleset, rid: str, m: dict) -> None:
+def _index(rs: Ruleset, rid: str, m: dict[str, Any]) -> None:
     for mod in m.get("import", []):
         rs.imports[mod] = rid
     for cmd in m.get("command", []):

@@ -5,6 +5,7 @@ comments are skipped. Pure: text in, (rule, line, column, end column) out."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from neuron_env.scan.ruleset import Ruleset
 
@@ -31,8 +32,9 @@ def strip_comment(line: str) -> str:
     return line
 
 
-def scan(text: str, rs: Ruleset, enabled: set[str], docker: bool = False) -> list[tuple]:
-    hits: list[tuple] = []
+def scan(text: str, rs: Ruleset, enabled: set[str], docker: bool = False
+         ) -> list[tuple[Any, ...]]:
+    hits: list[tuple[Any, ...]] = []
     cmd_rx = re.compile(r"\b(" + "|".join(map(re.escape, rs.commands)) + r")\b") \
         if rs.commands else None
     for n, raw in enumerate(text.splitlines(), 1):

@@ -47,7 +47,7 @@ def summary(doc: dict[str, Any]) -> str:
 
 
 def diff(doc: dict[str, Any]) -> str:
-    return doc.get("diff", "")
+    return str(doc.get("diff", ""))
 
 
 def rules_text(doc: dict[str, Any]) -> str:
@@ -63,7 +63,7 @@ def rules_text(doc: dict[str, Any]) -> str:
 def sarif(doc: dict[str, Any]) -> str:
     rules = doc["rules"]
     index = {r["id"]: i for i, r in enumerate(rules)}
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     results = []
     for f in doc["findings"]:
         key = (f["rule"], f["path"], f["fingerprint"])

@@ -4,13 +4,10 @@ interpreter (and its `import torch`) runs while neuron-env loads (as doctor's pr
 
 from __future__ import annotations
 
-import json
-import os
-
 from neuron_env.errors import UsageError
-from neuron_env.inside import script
+from neuron_env.target import launch
 from neuron_env.util import proc
-from neuron_env.util.record import record
+from neuron_env.util.record import fields, record
 
 DEFAULT_TIMEOUT = 300.0
 DEVICES = ("neuron", "cpu", "cuda")
@@ -46,10 +43,8 @@ def validate(opts: SmokeOptions) -> None:
 
 def start(python: str, opts: SmokeOptions) -> proc.Running:
     """Start the smoke script in `python` (a resolved path); `runner.finish` collects it."""
-    payload = {k: getattr(opts, k) for k in opts._fields if k != "timeout"}
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONUNBUFFERED="1")
-    return proc.spawn([python, str(script("smoke.py")), json.dumps(payload)],
-                      timeout=opts.timeout, env=env)
+    payload = {k: getattr(opts, k) for k in fields(opts) if k != "timeout"}
+    return launch.spawn_script(python, "smoke.py", payload, timeout=opts.timeout)
 
 
 def start_flag(python_flag: str | None, opts: SmokeOptions) -> tuple[str, str, proc.Running]:

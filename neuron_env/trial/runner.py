@@ -1,32 +1,24 @@
-"""Start the trial script in the target interpreter (own process group, hard timeout, step
-markers: the smoke runner's machinery) and turn its JSON document into Results."""
+"""Start the trial script in the target interpreter (through target/: own process group, hard
+timeout, the step/marker protocol) and turn its JSON document into Results."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-
 from neuron_env.errors import UsageError
-from neuron_env.inside import script
 from neuron_env.report.model import RANK, Result
-from neuron_env.smoke.runner import collect, inside_env, no_result
+from neuron_env.target import launch
+from neuron_env.target.outcome import TargetRun, failed
+from neuron_env.target.protocol import collect
 from neuron_env.trial import advice
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util import proc
 
-
-@dataclass(frozen=True)
-class TrialRun:
-    results: tuple[Result, ...]
-    emulated: bool = False
-    info: dict = field(default_factory=dict)
-    elapsed: float = 0.0
+TrialRun = TargetRun  # one run-result type (neuron_env/target/outcome.py)
 
 
 def start(python: str, opts: TrialOptions) -> proc.Running:
     """Start the target now: it imports torch while neuron-env imports the rest of itself."""
-    return proc.spawn([python, str(script("trial.py")), json.dumps(opts.payload())],
-                      timeout=opts.timeout, env=inside_env())
+    return launch.spawn_script(python, "trial.py", opts.payload(), timeout=opts.timeout,
+                               keep_cwd=True)  # MODEL names are relative to the cwd
 
 
 def finish(running: proc.Running, python: str, opts: TrialOptions, live=None) -> TrialRun:
@@ -35,16 +27,9 @@ def finish(running: proc.Running, python: str, opts: TrialOptions, live=None) ->
         live.follow(running)
     ins = collect(running.result())
     res, where, doc = ins.res, ins.where.replace("-", "_"), ins.doc
-    if res.timed_out:
-        r = Result(f"trial.{where}", "trial", "fail",
-                   f"timed out after {opts.timeout:g}s during the {where} step: the device or "
-                   "the model hung (the whole process group was killed)", timed_out=True,
-                   fix="check neuron-top / dmesg for a stuck device; raise --timeout if a first "
-                       "compile is just slow", details={"step": where})
-        return TrialRun((r,), info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
-    if doc is None:
-        r = Result(f"trial.{where}", "trial", "fail", no_result(python, ins, "trial"))
-        return TrialRun((r,), info={"stderr_tail": res.tail(1500)}, elapsed=res.elapsed)
+    if res.timed_out or doc is None:
+        return failed("trial", python, res, where, opts.timeout, "the device or the model hung",
+                      details={"step": where} if res.timed_out else None)
     if doc.get("usage_error"):
         u = doc["usage_error"]
         raise UsageError(u["message"], hint=u.get("hint"))

@@ -8,15 +8,9 @@ import os
 import stat
 from pathlib import Path
 
+from neuron_env.errors import FileProblem
+
 MAX_LINKS = 40  # as the kernel's ELOOP
-
-
-class FileProblem(OSError):
-    """A file that is there but must not be read: `str()` says why, for the user."""
-
-    def __init__(self, path: str | os.PathLike, why: str) -> None:
-        super().__init__(f"{path} {why}")
-        self.path, self.why = str(path), why
 
 
 def _open_regular(path: str | os.PathLike, nofollow: bool) -> int:

@@ -10,12 +10,12 @@ and `replace(obj, **changes)`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 _set = object.__setattr__
 
 
-class factory:
+class _Factory:
     """A default made fresh for each instance: `extra: dict = factory(dict)`."""
 
     __slots__ = ("make",)
@@ -36,7 +36,7 @@ def _init(self, *args: Any, **kw: Any) -> None:
             value = kw.pop(name)
         elif name in defaults:
             value = defaults[name]
-            if type(value) is factory:
+            if type(value) is _Factory:
                 value = value.make()
         else:
             raise TypeError(f"{cls.__name__}() missing argument {name!r}")
@@ -71,7 +71,7 @@ def _repr(self) -> str:
     return f"{type(self).__name__}({inner})"
 
 
-def record(cls: type) -> type:
+def _record(cls: type) -> type:
     ann = cls.__dict__.get("__annotations__", {})  # noqa: RUF063 (no inspect: slow)
     names = tuple(n for n, t in ann.items() if not str(t).startswith(("ClassVar", "typing.Cl")))
     ns = {k: v for k, v in cls.__dict__.items()
@@ -93,3 +93,26 @@ def replace(obj: Any, **changes: Any) -> Any:
     values = {n: getattr(obj, n) for n in obj._fields}
     values.update(changes)
     return type(obj)(**values)
+
+
+if TYPE_CHECKING:  # what a type checker sees: a frozen dataclass, `factory(f)` a value of f's
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    _C = TypeVar("_C", bound=type)
+    _V = TypeVar("_V")
+
+    def factory(make: Callable[[], _V]) -> _V: ...
+
+    @dataclass_transform(frozen_default=True, field_specifiers=())
+    def record(cls: _C) -> _C: ...
+else:
+    factory, record = _Factory, _record
+
+
+def fields(obj: Any) -> tuple[str, ...]:
+    """A record's field names, in order."""
+    names: tuple[str, ...] = type(obj)._fields
+    return names

@@ -111,3 +111,23 @@ def test_importing_the_cli_leaves_the_collector_on_and_freezes_the_start_up_obje
         assert not gc.isenabled()  # as it found it
     finally:
         gc.enable()
+
+
+def test_help_lists_the_commands_in_workflow_order_in_panels(capsys):
+    """doctor, install, smoke, trial, scan, collectives, fleet, then the bootstrap and engine
+    renderers; each under its panel title; every command in exactly one panel."""
+    from neuron_env.cli import PANELS
+
+    group = lazy.command(app, COMMANDS, PANELS)
+    assert group(["--help"], standalone_mode=False) == 0
+    out = capsys.readouterr().out
+    workflow = ["doctor", "install", "smoke", "trial", "scan", "collectives", "fleet",
+                "userdata", "imagebuilder-component", "slurm-healthcheck", "k8s-manifests",
+                "bundle", "instance", "matrix"]
+    at = [out.index(f"\n  {name} ") for name in workflow]
+    assert at == sorted(at), out
+    titles = [out.index(f"\n{title}:\n") for title, _ in PANELS]
+    assert titles == sorted(titles) and "Other commands" not in out
+    assert sorted(n for _, names in PANELS for n in names) == sorted(n for n, _ in COMMANDS)
+    assert out.index("\nCheck, install, run:\n") < at[0] < at[3] < out.index("\nPort and")
+    assert group.commands.built() == list(group.commands)  # help lists (builds) them all

@@ -14,8 +14,9 @@ import yaml
 
 from neuron_env.errors import UsageError
 from neuron_env.fleet import aggregate as agg
-from neuron_env.fleet import k8s, ssm, verdict
+from neuron_env.fleet import k8s, ssm
 from neuron_env.fleet.sources import parse
+from neuron_env.report import verdict
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.report.render import render
 

@@ -258,7 +258,7 @@ def test_nhc_error_line_is_masked_before_it_is_cut():
 
 
 def test_drain_reason_and_npd_line_are_masked_before_the_cut():
-    from neuron_env.fleet.verdict import reason
+    from neuron_env.report.verdict import reason
 
     token = "S" * 100
     doc = {"exit_code": 1, "results": [{"id": "backend.origin", "status": "fail",
