@@ -132,10 +132,10 @@ def logs(prefix: str | None) -> tuple[list[tuple[str, str, str]], list[dict[str,
         if lfd is not None:
             found = []
             with os.scandir(lfd) as it:
-                for e in it:
-                    if e.name.endswith(".log"):
+                for ent in it:
+                    if ent.name.endswith(".log"):
                         with contextlib.suppress(OSError):
-                            found.append((e.stat(follow_symlinks=False).st_mtime, e.name))
+                            found.append((ent.stat(follow_symlinks=False).st_mtime, ent.name))
             for _, n in sorted(found)[-MAX_LOGS:]:
                 names.append((lfd, n, os.path.join(state, "logs", n)))
         names.append((sfd, "install-manifest.json", os.path.join(state,

@@ -194,9 +194,9 @@ def make_plan(m: Matrix, i: Inputs) -> Plan:
     else:
         reqs.append(Requirement(EMULATOR, EMULATOR, None, source="bundled"))
     reqs += companion_requirements(m, pair, i.companions, torch_idx.name if torch_idx else None)
-    warnings += [f"{c.name}: assumed pairing for torch {pair.torch_minor} ({c.assumed})"
-                 for n in i.companions if (c := m.torch_companion(n, pair.torch_minor))
-                 and c.assumed]
+    warnings += [f"{tc.name}: assumed pairing for torch {pair.torch_minor} ({tc.assumed})"
+                 for n in i.companions if (tc := m.torch_companion(n, pair.torch_minor))
+                 and tc.assumed]
     keep = [f"{n} {i.installed[n]}" for n in ("torch",) if n in i.installed and present]
     return Plan(backend=i.backend, release=m.release, python=i.python,
                 python_version=i.python_version, prefix=i.prefix, pair=pair,

@@ -7,13 +7,10 @@ an environment without one pays nothing. The child has its own timeout (IMPORT_T
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from typing import Any
 
-from neuron_env.inside import MARKER, script
-from neuron_env.util import proc
+from neuron_env.target import launch, protocol
 from neuron_env.util.record import factory, record
 
 # distribution name -> the module its import probe imports
@@ -56,9 +53,8 @@ def start_companions(target: Any, names: tuple[str, ...] | None = None,
     if not found:
         return None
     modules = [COMPANION_MODULES.get(n, n.replace("-", "_")) for n in found]
-    env = dict(os.environ, PYTHONIOENCODING="utf-8")
-    running = proc.spawn([target.path, str(script("companions.py")), *modules],
-                         timeout=timeout, env=env)
+    # isolated like doctor's own probe (target/launch TOOL mode: -I, cwd /)
+    running = launch.spawn_probe(target.path, "companions.py", timeout=timeout, args=modules)
     return running, time.monotonic(), timeout
 
 
@@ -68,15 +64,11 @@ def finish_companions(started: tuple[Any, float, float] | None) -> CompanionImpo
     running, t0, timeout = started
     res = running.result()
     took = round(time.monotonic() - t0, 3)
-    if res.stdout.count(MARKER) >= 2:
-        try:
-            doc = json.loads(res.stdout.rsplit(MARKER, 2)[-2])
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("torch"), dict):
-            t = doc["torch"]
-            return CompanionImports(torch_version=t.get("version"), torch_error=t.get("error"),
-                                    modules=dict(doc.get("modules") or {}), seconds=took)
+    doc = protocol.document(res.stdout)
+    if doc is not None and isinstance(doc.get("torch"), dict):
+        t = doc["torch"]
+        return CompanionImports(torch_version=t.get("version"), torch_error=t.get("error"),
+                                modules=dict(doc.get("modules") or {}), seconds=took)
     why = (f"did not finish within {timeout:.0f}s" if res.timed_out else
            f"exited {res.returncode}: {res.tail(300)}")
     return CompanionImports(error=f"the import probe {why}", seconds=took)

@@ -85,8 +85,8 @@ def gather(root: Root, python: str | None, instance_type: str | None,
     from neuron_env.probes.pythons import find_pythons, find_pythons_in, find_uv, find_uv_in
 
     # under --root the fix lines name the image's interpreters, never the real host's
-    pythons = find_pythons_in(root, path) if root.explicit else find_pythons()
-    uv = find_uv_in(root, path) if root.explicit else find_uv()
+    pythons = find_pythons_in(root, path or "") if root.explicit else find_pythons()
+    uv = find_uv_in(root, path or "") if root.explicit else find_uv()
 
     tgt = _finish(target)
     # a child importing torch, only when a companion is installed; the rest runs meanwhile

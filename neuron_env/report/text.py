@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
 from neuron_env.util.text import escape_controls
@@ -90,7 +90,7 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
 
 
-def matrix_line(m: dict) -> str:
+def matrix_line(m: dict[str, Any]) -> str:
     """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…) /path/neuron-2.34.toml`"""
     facts = [m["origin"], m.get("date"),
              f"sha256 {m['sha256'][:12]}…" if m.get("sha256") else None]

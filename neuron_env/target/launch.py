@@ -62,9 +62,11 @@ def spawn_tool(python: str, args: Sequence[str], *, timeout: float,
                       cwd=SAFE_CWD)
 
 
-def spawn_probe(python: str, name: str, *, timeout: float) -> proc.Running:
-    """inside/NAME (stdlib only: probe.py) in TOOL mode: doctor's and install's probe."""
-    return spawn_tool(python, [str(script(name))], timeout=timeout)
+def spawn_probe(python: str, name: str, *, timeout: float,
+                args: Sequence[str] = ()) -> proc.Running:
+    """inside/NAME in TOOL mode: doctor's and install's probe (probe.py, stdlib only) and
+    doctor's companion import probe (companions.py, `args`: the modules to import)."""
+    return spawn_tool(python, [str(script(name)), *args], timeout=timeout)
 
 
 def module_argv(python: str, module: str, *args: str) -> tuple[str, ...]:
