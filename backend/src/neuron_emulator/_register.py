@@ -96,6 +96,11 @@ def _load(from_autoload: bool) -> bool:
     lib.fallback(_tensor.factory, "PrivateUse1")
     aten_lib = torch.library.Library("aten", "IMPL")
     aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
+    # factories also as kernels of their own: the boxed fallback above is not reachable from
+    # torch.tensor(..., device="neuron") while a dispatch mode is active (torch.compile's fake
+    # tensors), PyTorch's trampoline looks for an impl registered for the op
+    for name in _tensor.FACTORY_KERNELS:
+        aten_lib.impl(name, _tensor.factory_kernel(name), "PrivateUse1")
     _libs.extend([lib, aten_lib])
     _autocast.register(_libs)
     _accelerator.install(module)

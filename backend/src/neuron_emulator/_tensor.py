@@ -86,7 +86,7 @@ def _scan(args, kwargs):
     """One pass over an op's arguments: the op's device index and its device inputs by
     host-tensor id. A CPU tensor (other than a 0-dim scalar) among neuron inputs, or two neuron
     devices, is an error, as on a real device."""
-    seen = [None, {}]  # device index, inputs
+    seen = [None, {}, False]  # device index, inputs, a traced device tensor seen
     for group in (args, kwargs.values()):
         for a in group:
             if isinstance(a, (list, tuple)):
@@ -94,7 +94,7 @@ def _scan(args, kwargs):
             elif isinstance(a, Tensor):
                 _scan_one(a, seen)
     found = seen[0]
-    return (_devices.current() if found is None else found), seen[1]
+    return (_devices.current() if found is None else found), seen[1], seen[2]
 
 
 def _scan_list(items, seen) -> None:
@@ -112,6 +112,16 @@ def _scan_one(x, seen) -> None:
             seen[0] = x._dev
         elif x._dev != seen[0]:
             _mixed(f"neuron:{seen[0]}", f"neuron:{x._dev}")
+    elif x.device.type == "neuron":
+        # a plain tensor on the device: a FakeTensor that a factory (torch.arange(...,
+        # device=x.device)) made under torch.compile's fake mode, which intercepts factories
+        # before the device key. Same device, whatever the spelling (neuron, neuron:0).
+        index = _devices.current() if x.device.index is None else x.device.index
+        if seen[0] is None:
+            seen[0] = index
+        elif index != seen[0]:
+            _mixed(f"neuron:{seen[0]}", f"neuron:{index}")
+        seen[2] = True
     elif x.dim() > 0 and x.device.type != "meta":
         _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
 
@@ -119,6 +129,23 @@ def _scan_one(x, seen) -> None:
 def _unwrap_all(seq):
     return [x._elem if isinstance(x, NeuronTensor) else
             _unwrap_all(x) if isinstance(x, (list, tuple)) else x for x in seq]
+
+
+_CPU = torch.device("cpu")
+
+
+def _host(x):
+    if isinstance(x, NeuronTensor):
+        return x._elem
+    if isinstance(x, Tensor) and x.device.type == "neuron":
+        return aten._to_copy.default(x, device=_CPU)
+    if isinstance(x, (list, tuple)):
+        return _host_all(x)
+    return x
+
+
+def _host_all(seq):
+    return [_host(x) for x in seq]
 
 
 def _rewrap_all(out, inputs, index, resized):
@@ -173,12 +200,13 @@ def dispatch(func, args, kwargs):
     if func in _SPECIAL:  # the only ops allowed to cross devices
         return _SPECIAL[func](func, args, kwargs)
     _limits.check_op(func)
-    index, inputs = _scan(args, kwargs)
+    index, inputs, traced = _scan(args, kwargs)
+    unwrap_all = _host_all if traced else _unwrap_all
     if kwargs:
-        kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+        kwargs = dict(zip(kwargs, unwrap_all(kwargs.values()), strict=True))
         if "device" in kwargs:
             kwargs["device"] = "cpu"
-    out = _rng.call(func, _unwrap_all(args), kwargs, index)
+    out = _rng.call(func, unwrap_all(args), kwargs, index)
     out = _faults.after(func, out)
     return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
 
@@ -222,6 +250,18 @@ def factory(op, *args, **kwargs):
     return tree_map(lambda x: NeuronTensor(_limits.as_device_dtype(x), index)
                     if isinstance(x, torch.Tensor) and not isinstance(x, NeuronTensor)
                     and x.device.type == "cpu" else x, out)
+
+
+FACTORY_KERNELS = ("empty.memory_format", "empty_strided")
+
+
+def factory_kernel(name: str):
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(aten, packet), overload or "default")
+
+    def kernel(*args, **kwargs):
+        return factory(op, *args, **kwargs)
+    return kernel
 
 
 def copy_from(src, dst, non_blocking=False):
