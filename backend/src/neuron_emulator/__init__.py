@@ -54,11 +54,11 @@ load(from_autoload=True)
 
 __all__ = [
     "EMULATED",
+    "UNSUPPORTED_OPS",
     "NeuronBetaLimitationError",
     "NeuronEmulatorWarning",
     "NeuronFallbackWarning",
     "NeuronFloat64Warning",
-    "UNSUPPORTED_OPS",
     "clear_fallback_ops",
     "get_executed_ops",
     "get_fallback_ops",
