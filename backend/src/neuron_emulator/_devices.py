@@ -51,9 +51,10 @@ def current() -> int:
 
 def check(index: int) -> int:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < COUNT:
-        raise RuntimeError(f"neuron (emulated): invalid device index {index!r}: there "
-                           f"{'is 1 device' if COUNT == 1 else f'are {COUNT} devices'} "
-                           "(NEURON_EMULATOR_DEVICES, NEURON_RT_VISIBLE_CORES)")
+        raise RuntimeError(f"neuron (emulated): invalid device index {index!r}: device index "
+                           f"out of range, it must be in [0, {COUNT}) (there "
+                           f"{'is 1 device' if COUNT == 1 else f'are {COUNT} devices'}: "
+                           "NEURON_EMULATOR_DEVICES, NEURON_RT_VISIBLE_CORES)")
     return index
 
 

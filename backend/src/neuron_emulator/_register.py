@@ -90,7 +90,17 @@ def _load(from_autoload: bool) -> bool:
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module)
-    from neuron_emulator import _accelerator, _limits, _neuronx, _rng, _tensor  # need "neuron"
+    # storages too: `.is_neuron` on a device tensor's (Typed/Untyped)Storage
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=False, for_module=False, for_packed_sequence=False, for_storage=True)
+    from neuron_emulator import (  # need "neuron"
+        _accelerator,
+        _limits,
+        _neuronx,
+        _rng,
+        _streams,
+        _tensor,
+    )
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
@@ -105,9 +115,11 @@ def _load(from_autoload: bool) -> bool:
     _autocast.register(_libs)
     _accelerator.install(module)
     _rng.install()
+    _streams.install()
     _tensor.register_serialization()
     _neuronx.install()
     _limits.install_transform_guards()
+    _limits.install_storage_guard()
     _limits.install_backward_message()
     _register_distributed()
     _state.update(loaded=True, reason="loaded")

@@ -7,6 +7,8 @@ two devices in one op are an error, as on a real accelerator.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from torch.utils._pytree import tree_map
 
@@ -16,6 +18,7 @@ aten = torch.ops.aten
 Tensor = torch.Tensor
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 _DEVICES = [torch.device("neuron", i) for i in range(_devices.COUNT)]
+_host_storage: dict[int, weakref.ref] = {}  # device storage (_cdata) -> its host tensor
 
 
 class NeuronTensor(torch.Tensor):
@@ -58,6 +61,16 @@ class NeuronTensor(torch.Tensor):
 
     def data_ptr(self) -> int:
         return self._elem.data_ptr()
+
+    def untyped_storage(self):
+        """The device tensor's (data-less) storage; remembered, so that `t.set_(storage)` can
+        find the host data behind it."""
+        st = super().untyped_storage()
+        if len(_host_storage) > 4096:  # forget storages whose tensors are gone
+            for k in [k for k, r in _host_storage.items() if r() is None]:
+                del _host_storage[k]
+        _host_storage[st._cdata] = weakref.ref(self._elem)
+        return st
 
     def __reduce_ex__(self, protocol):
         """torch.save: as a backend without storage (torch's own path for those); torch.load
@@ -194,6 +207,21 @@ _RESIZER_OPS = frozenset(getattr(getattr(aten, n), o) for n in ("resize_", "set_
                          for o in getattr(aten, n).overloads())
 
 
+_SET_STORAGE = frozenset({aten.set_.source_Storage, aten.set_.source_Storage_storage_offset})
+
+
+def _host_storage_of(storage):
+    """t.set_(storage): a device tensor's storage stands for its host data."""
+    if isinstance(storage, torch.UntypedStorage) and storage.device.type == "neuron":
+        ref = _host_storage.get(storage._cdata)
+        elem = ref() if ref is not None else None
+        if elem is None:
+            raise RuntimeError("neuron (emulated): set_() with a device storage whose tensor "
+                               "is gone")
+        return elem.untyped_storage()
+    return storage
+
+
 def dispatch(func, args, kwargs):
     _faults.before(func)
     _fallback.note(func)
@@ -206,7 +234,10 @@ def dispatch(func, args, kwargs):
         kwargs = dict(zip(kwargs, unwrap_all(kwargs.values()), strict=True))
         if "device" in kwargs:
             kwargs["device"] = "cpu"
-    out = _rng.call(func, unwrap_all(args), kwargs, index)
+    host_args = unwrap_all(args)
+    if func in _SET_STORAGE:
+        host_args[1] = _host_storage_of(host_args[1])
+    out = _rng.call(func, host_args, kwargs, index)
     out = _faults.after(func, out)
     return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
 
