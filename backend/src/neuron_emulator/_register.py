@@ -21,10 +21,17 @@ def is_loaded() -> bool:
 
 
 def status() -> dict:
-    """What the emulator did: {"loaded": bool, "reason": str, "torch": version}."""
+    """What the emulator did: {"loaded": bool, "reason": str, "torch": version, "machine":
+    {"instance_type", "from", "lnc", "logical_cores", "devices"} or None}."""
     import torch
 
-    return {"loaded": _state["loaded"], "reason": _state["reason"], "torch": torch.__version__}
+    machine = None
+    if _state["loaded"]:
+        from neuron_emulator import _devices
+
+        machine = dict(_devices.machine(), devices=_devices.COUNT)
+    return {"loaded": _state["loaded"], "reason": _state["reason"], "torch": torch.__version__,
+            "machine": machine}
 
 
 def is_emulated() -> bool:
