@@ -86,16 +86,27 @@ def _classify(func) -> tuple[str, bool]:
     return entry
 
 
+def entry(func) -> tuple[str, bool]:
+    """("ns::name", native?) of an OpOverload, as note()/count() record it."""
+    got = _by_func.get(func)
+    return got if got is not None else _classify(func)
+
+
 def note(func) -> None:
     """Record one execution of `func` (an OpOverload); warn once for a fallback op."""
+    count(entry(func))
+
+
+def count(entry: tuple[str, bool]) -> None:
+    """Record one execution of the op `entry` names; warn once for a fallback op."""
     if _quiet.__dict__.get("on"):
         return
-    entry = _by_func.get(func)
-    name, native = entry if entry is not None else _classify(func)
+    name, native = entry
+    if native:  # the common case: a count, no lock (a lost count under threads at worst)
+        _executed[name] = _executed.get(name, 0) + 1
+        return
     with _lock:
         _executed[name] = _executed.get(name, 0) + 1
-        if native:
-            return
         _fallbacks[name] = _fallbacks.get(name, 0) + 1
         first = name not in _warned
         _warned.add(name)
@@ -112,8 +123,7 @@ def get_fallback_ops() -> list[str]:
 
 def get_executed_ops() -> dict[str, int]:
     """Every op executed on the device since the last clear, with counts."""
-    with _lock:
-        return dict(sorted(_executed.items()))
+    return dict(sorted(_executed.copy().items()))  # copy(): atomic, counts are lock-free
 
 
 def clear_fallback_ops() -> None:

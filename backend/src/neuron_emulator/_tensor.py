@@ -10,7 +10,6 @@ from __future__ import annotations
 import weakref
 
 import torch
-from torch.utils._pytree import tree_map
 
 from neuron_emulator import _devices, _fallback, _faults, _limits, _memory, _rng
 
@@ -222,12 +221,40 @@ def _host_storage_of(storage):
     return storage
 
 
+# in-place ops that change a tensor's sizes/strides (the wrapper must follow its data)
+_METADATA_INPLACE = frozenset({"t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
+                               "swapdims_", "swapaxes_", "resize_", "resize_as_", "set_",
+                               "_resize_output_", "unsafe_set_"})
+_PLANS: dict[int, tuple] = {}  # id(OpOverload) -> its plan: one lookup per op, no hashing
+
+
+def _make_plan(func) -> tuple:
+    """What dispatch needs to know of an op, worked out once: (special kernel, fallback-note
+    entry, unsupported kind, resync mode, set_ from a storage, fault hooks)."""
+    name = func.overloadpacket.__name__
+    writes_kwarg = any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+                       for a in func._schema.arguments)  # out=: may be resized
+    resized = func in _RESIZER_OPS
+    resync_mode = 2 if resized else 1 if (writes_kwarg or name in _METADATA_INPLACE
+                                          or "resize" in name) else 0
+    plan = (_SPECIAL.get(func), _fallback.entry(func), _limits._kind(func), resync_mode,
+            func in _SET_STORAGE, bool(_faults._active))
+    _PLANS[id(func)] = plan
+    return plan
+
+
 def dispatch(func, args, kwargs):
-    _faults.before(func)
-    _fallback.note(func)
-    if func in _SPECIAL:  # the only ops allowed to cross devices
-        return _SPECIAL[func](func, args, kwargs)
-    _limits.check_op(func)
+    plan = _PLANS.get(id(func))
+    if plan is None:
+        plan = _make_plan(func)
+    special, entry, kind, resync_mode, set_storage, faults = plan
+    if faults:
+        _faults.before(func)
+    _fallback.count(entry)
+    if special is not None:  # the only ops allowed to cross devices
+        return special(func, args, kwargs)
+    if kind is not None:
+        _limits._unsupported(kind)
     index, inputs, traced = _scan(args, kwargs)
     unwrap_all = _host_all if traced else _unwrap_all
     if kwargs:
@@ -235,21 +262,28 @@ def dispatch(func, args, kwargs):
         if "device" in kwargs:
             kwargs["device"] = "cpu"
     host_args = unwrap_all(args)
-    if func in _SET_STORAGE:
+    if set_storage:
         host_args[1] = _host_storage_of(host_args[1])
     out = _rng.call(func, host_args, kwargs, index)
-    out = _faults.after(func, out)
-    return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
+    if faults:
+        out = _faults.after(func, out)
+    if type(out) is Tensor:  # the common case: one fresh result
+        same = inputs.get(id(out))
+        if same is None:
+            return NeuronTensor(_limits.as_device_dtype(out), index) \
+                if out.device.type == "cpu" else out
+    return _rewrap_all(out, inputs, index, resync_mode)
 
 
-def _rewrap(x, inputs, index, resized=False):
+def _rewrap(x, inputs, index, resync_mode=1):
     if isinstance(x, NeuronTensor):
         return x
     same = inputs.get(id(x))
     if same is not None:  # in-place or out=: hand back the caller's tensor, metadata synced
-        resync(same)
-        if resized:
-            _memory.retrack(same)
+        if resync_mode:
+            resync(same)
+            if resync_mode == 2:
+                _memory.retrack(same)
         return same
     if x.device.type != "cpu":
         return x
@@ -277,10 +311,9 @@ def factory(op, *args, **kwargs):
         _memory.check_allocation(args[0], kwargs.get("dtype"), index)
     if "device" in kwargs:
         kwargs = dict(kwargs, device="cpu")
-    out = _rng.call(op, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
-    return tree_map(lambda x: NeuronTensor(_limits.as_device_dtype(x), index)
-                    if isinstance(x, torch.Tensor) and not isinstance(x, NeuronTensor)
-                    and x.device.type == "cpu" else x, out)
+    kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+    out = _rng.call(op, _unwrap_all(args), kwargs, index)
+    return _rewrap_all(out, {}, index, 0)
 
 
 FACTORY_KERNELS = ("empty.memory_format", "empty_strided")
