@@ -73,11 +73,37 @@ def torch_python(tmp_path_factory) -> str:
     return str(py)
 
 
+TRANSFORMERS = "transformers==5.25.0"  # tiny configs built in code: no model is downloaded
+
+
+@pytest.fixture(scope="session")
+def hf_python(torch_python) -> str:
+    """torch_python's venv with Hugging Face transformers (pinned) installed once, under the
+    cache lock, constrained to the venv's own torch so pip never swaps it. Skips, saying why,
+    when it cannot be installed (no index with transformers and its dependencies)."""
+    py = Path(torch_python)
+    probe = [str(py), "-c", "import transformers; print(transformers.__version__)"]
+    with _cache_lock():
+        r = subprocess.run(probe, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0 or r.stdout.strip() != TRANSFORMERS.split("==")[1]:
+            torch_ver = subprocess.run(
+                [str(py), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                capture_output=True, text=True, timeout=60).stdout.strip()
+            pins = py.parent.parent / ".hf-constraints.txt"
+            pins.write_text(f"torch=={torch_ver}\n")
+            r = subprocess.run([str(py), "-m", "pip", "install", "-q", TRANSFORMERS, "-c",
+                                str(pins)], capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                pytest.skip(f"cannot install {TRANSFORMERS} into the torch test venv: "
+                            f"{r.stderr.strip()[-500:]}")
+    return torch_python
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that needs the torch venv (real torch 2.13.0: ~1 GB to unpack on a cold machine,
     seconds of `import torch` per target process) is `slow`: the default run leaves it to
     `-m slow`, which .ci/run also runs."""
     slow = pytest.mark.slow
     for item in items:
-        if "torch_python" in getattr(item, "fixturenames", ()):
+        if {"torch_python", "hf_python"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(slow)

@@ -252,19 +252,16 @@ def devices_and_indices():
 
 
 @scenario
-def backward_on_device_zero_and_clear_error_elsewhere():
+def backward_on_every_device_index():
     import torch
 
-    w = torch.randn(3, device="neuron", requires_grad=True)
-    (w * w).sum().backward()
-    assert w.grad.device.index == 0
-    w1 = torch.randn(3, device="neuron:1", requires_grad=True)
-    try:
-        (w1 * w1).sum().backward()
-    except RuntimeError as e:
-        assert "neuron:1" in str(e) and "autograd" in str(e), e
-    else:  # if a torch release lifts the limit, this scenario should say so
-        raise AssertionError("backward on neuron:1 worked: update the README's limits")
+    for i in range(DEVICES):
+        w = torch.randn(3, device=f"neuron:{i}", requires_grad=True)
+        (w * w).sum().backward()
+        assert w.grad.device.index == i and torch.allclose(w.grad.cpu(), 2 * w.detach().cpu())
+        m = torch.nn.Linear(3, 2).to(f"neuron:{i}")
+        m(w.detach()).sum().backward()
+        assert m.weight.grad.device.index == i
 
 
 @scenario

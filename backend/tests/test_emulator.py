@@ -92,8 +92,16 @@ def test_importing_the_emulator_before_torch(torch_python):
 
 def test_device_count_default_and_visible_cores(torch_python):
     code = "import torch\nprint(torch.neuron.device_count(), torch.accelerator.device_count())"
-    env = {"NEURON_EMULATOR_DEVICES": "", "NEURON_RT_VISIBLE_CORES": ""}
-    assert run_py(torch_python, code, env).stdout.split() == ["1", "1"]
+    env = {"NEURON_EMULATOR_DEVICES": "", "NEURON_RT_VISIBLE_CORES": "",
+           "NEURON_EMULATOR_INSTANCE_TYPE": "", "NEURON_LOGICAL_NC_CONFIG": ""}
+    # the default machine: a trn2.3xlarge, 8 physical cores at LNC=2
+    assert run_py(torch_python, code, env).stdout.split() == ["4", "4"]
+    for itype, lnc, want in (("trn2.48xlarge", "", "64"), ("trn2.48xlarge", "1", "128"),
+                             ("trn2.3xlarge", "1", "8"), ("trn1.2xlarge", "", "2"),
+                             ("m5.large", "", "4")):
+        p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_INSTANCE_TYPE=itype,
+                                             NEURON_LOGICAL_NC_CONFIG=lnc))
+        assert p.stdout.split() == [want, want], (itype, lnc, p.stdout, p.stderr[-2000:])
     p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_DEVICES="64",
                                          NEURON_RT_VISIBLE_CORES="4-7,9"))
     assert p.stdout.split() == ["5", "5"], p.stderr[-2000:]
@@ -103,6 +111,13 @@ def test_device_count_default_and_visible_cores(torch_python):
     p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_DEVICES="2",
                                          NEURON_RT_VISIBLE_CORES="1-3"))
     assert "NEURON_RT_VISIBLE_CORES='1-3' names core(s) [2, 3]" in p.stdout, p.stdout
+    p = run_py(torch_python, code, dict(env, NEURON_RT_VISIBLE_CORES="2-5"))
+    assert "names core(s) [4, 5], but the emulated machine has 4 (a trn2.3xlarge" in p.stdout
+    p = run_py(torch_python, code, dict(env, NEURON_LOGICAL_NC_CONFIG="3"))
+    assert "NEURON_LOGICAL_NC_CONFIG='3': expected 1 or 2 on a trn2.3xlarge" in p.stdout
+    code = "import torch, neuron_emulator\nprint(neuron_emulator.status()['machine'])"
+    p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_INSTANCE_TYPE="trn2.48xlarge"))
+    assert "'instance_type': 'trn2.48xlarge'" in p.stdout and "'devices': 64" in p.stdout
 
 
 def test_fault_injection_still_works(torch_python):

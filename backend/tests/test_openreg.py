@@ -26,7 +26,23 @@ def openreg_results(torch_python):
     return json.loads(p.stdout.split("@@SCENARIOS@@")[1])
 
 
+# cases a pure-Python backend cannot pass (docs/emulator.md, "A C++ extension?")
+EXPECTED_FAILURES = {
+    "pin_memory": "pinned host memory needs the C++ PrivateUse1 hooks' pinned allocator",
+    "rewrapped_pinned_storage": "pinned host memory needs the C++ PrivateUse1 hooks",
+}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_openreg_case(openreg_results, name):
     r = openreg_results[name]
+    if name in EXPECTED_FAILURES:
+        assert not r["ok"], f"{name} passes now: drop it from EXPECTED_FAILURES"
+        pytest.xfail(EXPECTED_FAILURES[name])
     assert r["ok"], r["error"]
+
+
+def test_openreg_count(openreg_results):
+    """The issue's bar: at least 50 of the adapted cases pass."""
+    passed = sum(r["ok"] for r in openreg_results.values())
+    assert len(openreg_results) == len(NAMES) >= 52 and passed >= 50, (passed, len(NAMES))

@@ -47,7 +47,8 @@ def build(out_dir: Path, src: Path | None = None) -> Path:
     ver = version(src)
     info = f"{DIST}-{ver}.dist-info"
     files: list[tuple[str, bytes]] = []
-    for p in sorted(src.rglob("*.py")):
+    # the code and its data (the op-support sets, ops_<release>.json)
+    for p in sorted([*src.rglob("*.py"), *src.rglob("*.json")]):
         files.append((f"{DIST}/{p.relative_to(src).as_posix()}", p.read_bytes()))
     metadata = (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {ver}\n"
                 "Summary: An EMULATED 'neuron' PyTorch device (PrivateUse1, CPU memory); not "

@@ -27,7 +27,7 @@ from neuron_emulator._errors import (  # noqa: E402
     NeuronFloat64Warning,
 )
 from neuron_emulator._fallback import (  # noqa: E402
-    NATIVE_OPS,
+    UNSUPPORTED_OPS,
     NeuronFallbackWarning,
     clear_fallback_ops,
     get_executed_ops,
@@ -54,7 +54,7 @@ load(from_autoload=True)
 
 __all__ = [
     "EMULATED",
-    "NATIVE_OPS",
+    "UNSUPPORTED_OPS",
     "NeuronBetaLimitationError",
     "NeuronEmulatorWarning",
     "NeuronFallbackWarning",

@@ -43,14 +43,19 @@ class _DeviceIndex(_devices.device):
     """torch.accelerator.device_index(i): `neuron:i` current inside the block."""
 
 
+def _synchronize(device=None, /) -> None:
+    """Every emulated op is synchronous: check the index, return None (as torch does)."""
+    _devices.index_of(device)
+
+
 def install(mod) -> None:
     """Wrap torch.accelerator (and torch.accelerator.memory) functions; `mod` is torch.neuron."""
     current = torch._C._accelerator_getAccelerator()
     _ACCELERATOR["neuron"] = current is not None and current.type == "neuron"
     acc = torch.accelerator
-    idx = _devices.index_of
     plain = {
-        "synchronize": lambda device=None, /: idx(device) and None,
+        "synchronize": _synchronize,
+        "get_device_capability": mod.get_device_capability,
         "current_device_index": _devices.current,
         "current_device_idx": _devices.current,
         "set_device_index": _devices.set_current,

@@ -88,6 +88,14 @@ class NeuronModule:
     def get_amp_supported_dtype(self):
         return [torch.bfloat16, torch.float16]
 
+    def get_device_capability(self, device=None) -> dict:
+        """As torch.accelerator.get_device_capability: {"supported_dtypes": [...]}. The beta
+        computes float64 as float32 (with a warning); complex dtypes are not listed."""
+        _idx(device)
+        return {"supported_dtypes": [
+            torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+            torch.float16, torch.bfloat16, torch.float32, torch.float64]}
+
     def is_bf16_supported(self) -> bool:
         return True
 

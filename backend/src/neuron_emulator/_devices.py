@@ -1,9 +1,12 @@
 """How many emulated devices there are, which one is current, and device-index checks.
 
-NEURON_EMULATOR_DEVICES sets how many logical NeuronCores the emulated machine has (default 1;
-64 is a trn2.48xlarge at LNC=2). NEURON_RT_VISIBLE_CORES ("0-3", "1,5", "2") then selects which
-of them this process sees, renumbered from 0, as the Neuron runtime does; without
-NEURON_EMULATOR_DEVICES the machine is taken to have as many cores as the highest one listed.
+The emulated machine is the smallest real one a user would rehearse for: the instance type in
+NEURON_EMULATOR_INSTANCE_TYPE (neuron-env sets it from --instance-type or the instance's own
+metadata) when it is a known Trainium type, else a trn2.3xlarge (one Trainium2). Its logical
+NeuronCores are the physical cores divided by the LNC (NEURON_LOGICAL_NC_CONFIG, default 2 on
+Trainium2/3, 1 on Trainium1): 4 on a trn2.3xlarge, 64 on a trn2.48xlarge.
+NEURON_EMULATOR_DEVICES=N overrides the count. NEURON_RT_VISIBLE_CORES ("0-3", "1,5", "2") then
+selects which of them this process sees, renumbered from 0, as the Neuron runtime does.
 """
 
 from __future__ import annotations
@@ -25,19 +28,56 @@ def _parse_cores(text: str) -> list[int]:
     return cores
 
 
+# instance type -> (Neuron devices, physical NeuronCores per device, default LNC), from
+# /work/shared/reference/neuron-facts.md ("Instance types"): trn2.3xlarge's single device is
+# AWS's figure as moto and the instance listings give it (the docs do not confirm it); trn3
+# sizes are not published, so a trn3 type is not guessed at (the default machine is used).
+INSTANCE_TYPES = {
+    "trn1.2xlarge": (1, 2, 1),
+    "trn1.32xlarge": (16, 2, 1),
+    "trn1n.32xlarge": (16, 2, 1),
+    "trn2.3xlarge": (1, 8, 2),
+    "trn2.48xlarge": (16, 8, 2),
+    "trn2u.48xlarge": (16, 8, 2),
+    "trn2n.48xlarge": (16, 8, 2),
+}
+DEFAULT_INSTANCE = "trn2.3xlarge"
+
+
+def machine() -> dict:
+    """The emulated machine: {"instance_type", "from", "lnc", "logical_cores"}."""
+    asked = os.environ.get("NEURON_EMULATOR_INSTANCE_TYPE", "").strip().lower()
+    itype = asked if asked in INSTANCE_TYPES else DEFAULT_INSTANCE
+    source = ("NEURON_EMULATOR_INSTANCE_TYPE" if asked in INSTANCE_TYPES else
+              f"default (NEURON_EMULATOR_INSTANCE_TYPE={asked!r} is not a known Trainium type)"
+              if asked else "default: the smallest Trn2")
+    devices, cores, lnc = INSTANCE_TYPES[itype]
+    raw = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
+    if raw:
+        if raw not in ("1", "2") or (lnc == 1 and raw != "1"):
+            raise ValueError(f"NEURON_LOGICAL_NC_CONFIG={raw!r}: expected "
+                             f"{'1' if lnc == 1 else '1 or 2'} on a {itype}")
+        lnc = int(raw)
+    return {"instance_type": itype, "from": source, "lnc": lnc,
+            "logical_cores": devices * cores // lnc}
+
+
 def _count() -> int:
     raw = os.environ.get("NEURON_EMULATOR_DEVICES", "").strip()
     if raw and (not raw.isdigit() or int(raw) < 1):
         raise ValueError(f"NEURON_EMULATOR_DEVICES={raw!r}: expected a whole number >= 1")
+    total = int(raw) if raw else machine()["logical_cores"]
     visible = os.environ.get("NEURON_RT_VISIBLE_CORES", "").strip()
     if not visible:
-        return int(raw or 1)
+        return total
     cores = _parse_cores(visible)
-    total = int(raw) if raw else max(cores, default=0) + 1
     bad = [c for c in cores if c >= total]
     if bad:
+        where = ("NEURON_EMULATOR_DEVICES" if raw else
+                 f"a {machine()['instance_type']}: NEURON_EMULATOR_INSTANCE_TYPE, "
+                 "NEURON_LOGICAL_NC_CONFIG, NEURON_EMULATOR_DEVICES")
         raise ValueError(f"NEURON_RT_VISIBLE_CORES={visible!r} names core(s) {bad}, but the "
-                         f"emulated machine has {total} (NEURON_EMULATOR_DEVICES)")
+                         f"emulated machine has {total} ({where})")
     return len(dict.fromkeys(cores))
 
 
@@ -51,9 +91,10 @@ def current() -> int:
 
 def check(index: int) -> int:
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < COUNT:
-        raise RuntimeError(f"neuron (emulated): invalid device index {index!r}: there "
-                           f"{'is 1 device' if COUNT == 1 else f'are {COUNT} devices'} "
-                           "(NEURON_EMULATOR_DEVICES, NEURON_RT_VISIBLE_CORES)")
+        raise RuntimeError(f"neuron (emulated): invalid device index {index!r}: device index "
+                           f"out of range, it must be in [0, {COUNT}) (there "
+                           f"{'is 1 device' if COUNT == 1 else f'are {COUNT} devices'}: "
+                           "NEURON_EMULATOR_DEVICES, NEURON_RT_VISIBLE_CORES)")
     return index
 
 

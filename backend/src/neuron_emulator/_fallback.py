@@ -1,38 +1,51 @@
-"""Which aten ops count as "native" on the emulated device, and tracking of the others.
+"""Which aten ops the emulated device supports, and tracking of the others.
 
 Like TorchNeuron's eager mode, an op the device does not support runs on the CPU with a warning
 (once per op) and is recorded; `get_fallback_ops()` lists them (the real backend's
 `torch_neuronx.get_fallback_ops()`). Everything here runs on the CPU, of course: the split
 models what a real device supports, so a migration rehearsal shows which ops would fall back.
+
+The unsupported set is data: `ops_2.33.json` beside this file (every entry names its source),
+or the file named by NEURON_EMULATOR_OPS. Every aten op outside it is native.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import warnings
+from pathlib import Path
+
+DEFAULT_OPS_FILE = Path(__file__).with_name("ops_2.33.json")
 
 
 class NeuronFallbackWarning(UserWarning):
     """An op ran on the CPU because the (emulated) neuron device does not support it."""
 
 
-# aten overload-packet names (in-place `foo_` and `_foreach_*` variants follow their base op)
-NATIVE_OPS = frozenset("""
-empty empty_strided zeros ones full arange linspace randn rand randint normal uniform
-bernoulli random fill zero copy _copy_from _to_copy clone detach alias view _unsafe_view
-reshape expand permute transpose t as_strided slice select squeeze unsqueeze split
-split_with_sizes unbind chunk cat stack resize set lift_fresh _local_scalar_dense
-is_same_size contiguous empty_like zeros_like ones_like full_like new_empty
-new_empty_strided new_zeros new_ones new_full scalar_tensor add sub rsub mul div neg
-reciprocal pow sqrt rsqrt exp log log1p abs sign square maximum minimum clamp clamp_min
-clamp_max where eq ne lt le gt ge logical_not logical_and logical_or masked_fill lerp
-addcmul addcdiv mm bmm addmm baddbmm mv addmv dot matmul linear relu threshold_backward gelu
-gelu_backward silu silu_backward sigmoid sigmoid_backward tanh tanh_backward _softmax
-_softmax_backward_data _log_softmax _log_softmax_backward_data nll_loss_forward
-nll_loss_backward mse_loss mse_loss_backward native_layer_norm native_layer_norm_backward
-embedding embedding_dense_backward native_dropout native_dropout_backward sum mean amax amin
-max min argmax argmin var std norm linalg_vector_norm index_select gather scatter index_add
-""".split())
+def load_ops(path: str | os.PathLike | None = None) -> dict:
+    """The op-support data: {"release", "about", "sources", "unsupported": [{"op", "source"}]}.
+    A malformed file raises ValueError naming the file and what is wrong."""
+    path = Path(path or os.environ.get("NEURON_EMULATOR_OPS") or DEFAULT_OPS_FILE)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"NEURON_EMULATOR_OPS: cannot read op data {path}: {e}") from None
+    entries = data.get("unsupported") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"op data {path}: expected an object with an 'unsupported' list")
+    for i, e in enumerate(entries):
+        if not (isinstance(e, dict) and isinstance(e.get("op"), str) and e["op"]
+                and isinstance(e.get("source"), str) and e["source"].strip()):
+            raise ValueError(f"op data {path}: entry {i} needs a non-empty 'op' and 'source' "
+                             f"(got {e!r})")
+    data["path"] = str(path)
+    return data
+
+
+OPS_DATA = load_ops()
+UNSUPPORTED_OPS = frozenset(e["op"] for e in OPS_DATA["unsupported"])
 
 # collectives (c10d: the neuron process group) and FSDP2's own ops run on the device too
 NATIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "c10d_functional", "fsdp", "prims"})
@@ -41,13 +54,18 @@ _lock = threading.Lock()
 _fallbacks: dict[str, int] = {}
 _executed: dict[str, int] = {}
 _warned: set[str] = set()
+_by_func: dict = {}  # OpOverload -> (name, native): the per-op cost is one dict lookup
 
 
 def base_name(packet: str) -> str:
+    """The forward op an aten name follows: in-place and backward variants follow theirs."""
     if packet.startswith("_foreach_"):
         return "_foreach_"
     if packet.endswith("_") and not packet.endswith("__"):
-        return packet[:-1]
+        packet = packet[:-1]
+    for suffix in ("_backward_data", "_backward"):
+        if packet.endswith(suffix):
+            return packet[: -len(suffix)]
     return packet
 
 
@@ -57,21 +75,38 @@ def is_native(packet: str) -> bool:
     b = base_name(packet)
     if b in _faults.MATMULS and _faults.active("fallback"):
         return False
-    return b == "_foreach_" or b in NATIVE_OPS
+    return packet not in UNSUPPORTED_OPS and b not in UNSUPPORTED_OPS
+
+
+def _classify(func) -> tuple[str, bool]:
+    packet = func.overloadpacket.__name__
+    ns = func.namespace
+    entry = (f"{ns}::{packet}", is_native(packet) if ns == "aten" else ns in NATIVE_NAMESPACES)
+    _by_func[func] = entry
+    return entry
+
+
+def entry(func) -> tuple[str, bool]:
+    """("ns::name", native?) of an OpOverload, as note()/count() record it."""
+    got = _by_func.get(func)
+    return got if got is not None else _classify(func)
 
 
 def note(func) -> None:
     """Record one execution of `func` (an OpOverload); warn once for a fallback op."""
-    if getattr(_quiet, "on", 0):
+    count(entry(func))
+
+
+def count(entry: tuple[str, bool]) -> None:
+    """Record one execution of the op `entry` names; warn once for a fallback op."""
+    if _quiet.__dict__.get("on"):
         return
-    packet = func.overloadpacket.__name__
-    ns = func.namespace
-    name = f"{ns}::{packet}"
-    native = is_native(packet) if ns == "aten" else ns in NATIVE_NAMESPACES
+    name, native = entry
+    if native:  # the common case: a count, no lock (a lost count under threads at worst)
+        _executed[name] = _executed.get(name, 0) + 1
+        return
     with _lock:
         _executed[name] = _executed.get(name, 0) + 1
-        if native:
-            return
         _fallbacks[name] = _fallbacks.get(name, 0) + 1
         first = name not in _warned
         _warned.add(name)
@@ -88,8 +123,7 @@ def get_fallback_ops() -> list[str]:
 
 def get_executed_ops() -> dict[str, int]:
     """Every op executed on the device since the last clear, with counts."""
-    with _lock:
-        return dict(sorted(_executed.items()))
+    return dict(sorted(_executed.copy().items()))  # copy(): atomic, counts are lock-free
 
 
 def clear_fallback_ops() -> None:

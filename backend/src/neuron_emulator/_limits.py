@@ -104,27 +104,37 @@ def install_transform_guards() -> None:
     torch.vmap = torch.func.vmap
 
 
-_ENGINE_ASSERT = "device_ready_queues_"
 
 
 def install_backward_message() -> None:
-    """torch 2.13's Python device guard tells the autograd engine there is one device, so a
-    backward pass through neuron:1+ tensors trips an internal assert; say what it means."""
+    """Backward through every device index. torch 2.13's Python device guard tells the autograd
+    engine there is one device, so the engine has one device worker queue and asserts on a
+    neuron:1+ node; with autograd multithreading off, every node runs on the calling thread's
+    CPU ready queue (all emulated work is CPU work anyway), whatever its device index."""
     import torch.autograd
     import torch.autograd.graph as graph
 
     original = graph._engine_run_backward
+    single_thread = torch.autograd.set_multithreading_enabled
 
     def run(*args, **kwargs):
-        try:
+        with single_thread(False):
             return original(*args, **kwargs)
-        except RuntimeError as e:
-            if _ENGINE_ASSERT not in str(e):
-                raise
-            raise NeuronBetaLimitationError(
-                "neuron (emulated): autograd (backward) through tensors on neuron:1 or higher "
-                "is not supported by the emulator in one process (torch's Python device guard "
-                "reports a single device to the autograd engine). Train on neuron:0, or run "
-                "one process per device (torchrun), each on its own neuron:0.") from e
     graph._engine_run_backward = run
     torch.autograd._engine_run_backward = run  # imported there by name
+
+
+def install_storage_guard() -> None:
+    """`storage.neuron()` would allocate a device storage, which a Python backend has no
+    allocator for (PyTorch would crash): say so. A device tensor's storage stays `is_neuron`."""
+
+    def neuron(self, device=None, non_blocking=False, **kwargs):
+        if self.device.type == "neuron":
+            return self
+        raise NeuronBetaLimitationError(
+            "neuron (emulated): moving a storage to the device (storage.neuron()) needs a device "
+            "allocator, which the emulator (pure Python) does not have; move the tensor instead "
+            "(tensor.to('neuron'))")
+
+    for cls in (torch.UntypedStorage, torch.TypedStorage):
+        cls.neuron = neuron

@@ -66,6 +66,8 @@ def track(elem: torch.Tensor, index: int) -> list:
     """Count `elem`'s storage on device `index` while `elem` (the host data of one device
     tensor) lives; returns the cell. (No weakref on the device tensor itself: that would stop
     nn.Module.to() from swapping it.)"""
+    if type(elem) is not torch.Tensor and _is_traced(elem):
+        return [0, index]
     try:
         st = elem.untyped_storage()
         key = st.data_ptr()
@@ -76,6 +78,13 @@ def track(elem: torch.Tensor, index: int) -> list:
         _acquire(key, st.nbytes(), index)
         _watch(elem, cell)
     return cell
+
+
+def _is_traced(elem: torch.Tensor) -> bool:
+    """A fake or functional tensor (torch.compile tracing) has no memory to count."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(elem, FakeTensor) or torch._is_functional_tensor(elem)
 
 
 def _dead(ref) -> None:

@@ -21,10 +21,17 @@ def is_loaded() -> bool:
 
 
 def status() -> dict:
-    """What the emulator did: {"loaded": bool, "reason": str, "torch": version}."""
+    """What the emulator did: {"loaded": bool, "reason": str, "torch": version, "machine":
+    {"instance_type", "from", "lnc", "logical_cores", "devices"} or None}."""
     import torch
 
-    return {"loaded": _state["loaded"], "reason": _state["reason"], "torch": torch.__version__}
+    machine = None
+    if _state["loaded"]:
+        from neuron_emulator import _devices
+
+        machine = dict(_devices.machine(), devices=_devices.COUNT)
+    return {"loaded": _state["loaded"], "reason": _state["reason"], "torch": torch.__version__,
+            "machine": machine}
 
 
 def is_emulated() -> bool:
@@ -90,19 +97,36 @@ def _load(from_autoload: bool) -> bool:
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module)
-    from neuron_emulator import _accelerator, _limits, _neuronx, _rng, _tensor  # need "neuron"
+    # storages too: `.is_neuron` on a device tensor's (Typed/Untyped)Storage
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=False, for_module=False, for_packed_sequence=False, for_storage=True)
+    from neuron_emulator import (  # need "neuron"
+        _accelerator,
+        _limits,
+        _neuronx,
+        _rng,
+        _streams,
+        _tensor,
+    )
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
     aten_lib = torch.library.Library("aten", "IMPL")
     aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
+    # factories also as kernels of their own: the boxed fallback above is not reachable from
+    # torch.tensor(..., device="neuron") while a dispatch mode is active (torch.compile's fake
+    # tensors), PyTorch's trampoline looks for an impl registered for the op
+    for name in _tensor.FACTORY_KERNELS:
+        aten_lib.impl(name, _tensor.factory_kernel(name), "PrivateUse1")
     _libs.extend([lib, aten_lib])
     _autocast.register(_libs)
     _accelerator.install(module)
     _rng.install()
+    _streams.install()
     _tensor.register_serialization()
     _neuronx.install()
     _limits.install_transform_guards()
+    _limits.install_storage_guard()
     _limits.install_backward_message()
     _register_distributed()
     _state.update(loaded=True, reason="loaded")

@@ -6,6 +6,7 @@ A stream is an ordering handle only (waits return at once); an event records the
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -13,16 +14,23 @@ import torch
 
 from neuron_emulator import _devices
 
+_PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
+_ids = itertools.count(1)  # stream and event ids; 0 is the default stream / an unrecorded event
 
-class Stream:
-    """A (synchronous) stream of an emulated device."""
 
-    def __init__(self, device=None, priority: int = 0, **kwargs) -> None:
-        self.device_index = _devices.index_of(device)
-        self.device = torch.device("neuron", self.device_index)
-        self.device_type = "neuron"
+class Stream(torch.Stream):
+    """A (synchronous) stream of an emulated device; a real torch.Stream (device `neuron:i`)."""
+
+    def __new__(cls, device=None, priority: int = 0, *, _stream_id: int | None = None,
+                **kwargs):
+        index = _devices.index_of(device)
+        self = super().__new__(cls, stream_id=next(_ids) if _stream_id is None else _stream_id,
+                               device_index=index, device_type=_PRIVATEUSE1)
         self.priority = priority
-        self.stream_id = id(self)
+        return self
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
 
     def query(self) -> bool:
         return True
@@ -37,30 +45,46 @@ class Stream:
         pass
 
     def record_event(self, event=None):
-        event = event or Event()
+        event = event if event is not None else Event(self.device)
         event.record(self)
         return event
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and other.stream_id == self.stream_id
-
-    def __hash__(self) -> int:
-        return self.stream_id
-
     def __repr__(self) -> str:
-        return f"<torch.neuron.Stream device=neuron:{self.device_index} (emulated, synchronous)>"
+        return (f"<torch.neuron.Stream device=neuron:{self.device_index} "
+                f"stream_id={self.stream_id} (emulated, synchronous)>")
 
 
-class Event:
-    """A (synchronous) event; elapsed_time() in milliseconds between two records."""
+class Event(torch.Event):
+    """A (synchronous) event, a real torch.Event; elapsed_time() in milliseconds between two
+    records, measured on the host."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False, **kwargs) -> None:
+    def __new__(cls, device=None, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False, **kwargs):
+        if isinstance(device, bool):  # torch.neuron.Event(True): enable_timing first, as CUDA's
+            device, enable_timing = None, device
+        self = super().__new__(cls, device="cpu", enable_timing=enable_timing)
+        self._index = _devices.index_of(device)
         self.enable_timing = enable_timing
         self._t: float | None = None
+        self._id = 0
+        return self
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("neuron", self._index)
+
+    @property
+    def event_id(self) -> int:
+        return self._id
 
     def record(self, stream=None) -> None:
+        if isinstance(stream, Stream):
+            self._index = stream.device_index
         self._t = time.perf_counter()
+        self._id = next(_ids)
 
     def query(self) -> bool:
         return True
@@ -79,6 +103,10 @@ class Event:
                                "elapsed_time()")
         return (end_event._t - self._t) * 1000.0
 
+    def __repr__(self) -> str:
+        return (f"<torch.neuron.Event device=neuron:{self._index} event_id={self._id} "
+                "(emulated, synchronous)>")
+
 
 _local = threading.local()
 _default: dict[int, Stream] = {}
@@ -88,7 +116,7 @@ def default_stream(device=None) -> Stream:
     idx = _devices.index_of(device)
     s = _default.get(idx)
     if s is None:
-        s = _default[idx] = Stream(idx)
+        s = _default[idx] = Stream(idx, _stream_id=0)
     return s
 
 
@@ -121,3 +149,57 @@ class stream:
         if self.prev is not None:
             set_stream(self.prev)
         return False
+
+
+# --- torch.Stream / torch.Event(device="neuron:i") ----------------------------------------------
+
+_BaseStream, _BaseEvent = torch.Stream, torch.Event
+
+
+def _is_neuron(device) -> bool:
+    if device is None or isinstance(device, int):
+        return False
+    try:
+        return torch.device(device).type == "neuron"
+    except (RuntimeError, TypeError):
+        return False
+
+
+class _Meta(type(_BaseStream)):
+    """Keeps isinstance/issubclass against torch.Stream / torch.Event as before."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, cls._base)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, cls._base)
+
+
+class TorchStream(_BaseStream, metaclass=_Meta):
+    """torch.Stream: an emulated neuron stream for device="neuron[:i]", else torch's own."""
+
+    _base = _BaseStream
+
+    def __new__(cls, *args, **kwargs):
+        device = kwargs.get("device", args[0] if len(args) == 1 else None)
+        if _is_neuron(device):
+            return Stream(device, priority=kwargs.get("priority", 0))
+        return _BaseStream(*args, **kwargs)
+
+
+class TorchEvent(_BaseEvent, metaclass=_Meta):
+    """torch.Event: an emulated neuron event for device="neuron[:i]", else torch's own."""
+
+    _base = _BaseEvent
+
+    def __new__(cls, *args, **kwargs):
+        device = kwargs.get("device", args[0] if args else None)
+        if _is_neuron(device):
+            kw = {k: v for k, v in kwargs.items() if k != "device"}
+            return Event(device, *args[1:], **kw)
+        return _BaseEvent(*args, **kwargs)
+
+
+def install() -> None:
+    torch.Stream = TorchStream
+    torch.Event = TorchEvent

@@ -7,8 +7,9 @@ two devices in one op are an error, as on a real accelerator.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
-from torch.utils._pytree import tree_map
 
 from neuron_emulator import _devices, _fallback, _faults, _limits, _memory, _rng
 
@@ -16,6 +17,7 @@ aten = torch.ops.aten
 Tensor = torch.Tensor
 _META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 _DEVICES = [torch.device("neuron", i) for i in range(_devices.COUNT)]
+_host_storage: dict[int, weakref.ref] = {}  # device storage (_cdata) -> its host tensor
 
 
 class NeuronTensor(torch.Tensor):
@@ -59,6 +61,16 @@ class NeuronTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self._elem.data_ptr()
 
+    def untyped_storage(self):
+        """The device tensor's (data-less) storage; remembered, so that `t.set_(storage)` can
+        find the host data behind it."""
+        st = super().untyped_storage()
+        if len(_host_storage) > 4096:  # forget storages whose tensors are gone
+            for k in [k for k, r in _host_storage.items() if r() is None]:
+                del _host_storage[k]
+        _host_storage[st._cdata] = weakref.ref(self._elem)
+        return st
+
     def __reduce_ex__(self, protocol):
         """torch.save: as a backend without storage (torch's own path for those); torch.load
         brings it back to the device, or wherever map_location says."""
@@ -86,7 +98,7 @@ def _scan(args, kwargs):
     """One pass over an op's arguments: the op's device index and its device inputs by
     host-tensor id. A CPU tensor (other than a 0-dim scalar) among neuron inputs, or two neuron
     devices, is an error, as on a real device."""
-    seen = [None, {}]  # device index, inputs
+    seen = [None, {}, False]  # device index, inputs, a traced device tensor seen
     for group in (args, kwargs.values()):
         for a in group:
             if isinstance(a, (list, tuple)):
@@ -94,7 +106,7 @@ def _scan(args, kwargs):
             elif isinstance(a, Tensor):
                 _scan_one(a, seen)
     found = seen[0]
-    return (_devices.current() if found is None else found), seen[1]
+    return (_devices.current() if found is None else found), seen[1], seen[2]
 
 
 def _scan_list(items, seen) -> None:
@@ -112,6 +124,16 @@ def _scan_one(x, seen) -> None:
             seen[0] = x._dev
         elif x._dev != seen[0]:
             _mixed(f"neuron:{seen[0]}", f"neuron:{x._dev}")
+    elif x.device.type == "neuron":
+        # a plain tensor on the device: a FakeTensor that a factory (torch.arange(...,
+        # device=x.device)) made under torch.compile's fake mode, which intercepts factories
+        # before the device key. Same device, whatever the spelling (neuron, neuron:0).
+        index = _devices.current() if x.device.index is None else x.device.index
+        if seen[0] is None:
+            seen[0] = index
+        elif index != seen[0]:
+            _mixed(f"neuron:{seen[0]}", f"neuron:{index}")
+        seen[2] = True
     elif x.dim() > 0 and x.device.type != "meta":
         _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
 
@@ -119,6 +141,23 @@ def _scan_one(x, seen) -> None:
 def _unwrap_all(seq):
     return [x._elem if isinstance(x, NeuronTensor) else
             _unwrap_all(x) if isinstance(x, (list, tuple)) else x for x in seq]
+
+
+_CPU = torch.device("cpu")
+
+
+def _host(x):
+    if isinstance(x, NeuronTensor):
+        return x._elem
+    if isinstance(x, Tensor) and x.device.type == "neuron":
+        return aten._to_copy.default(x, device=_CPU)
+    if isinstance(x, (list, tuple)):
+        return _host_all(x)
+    return x
+
+
+def _host_all(seq):
+    return [_host(x) for x in seq]
 
 
 def _rewrap_all(out, inputs, index, resized):
@@ -167,30 +206,84 @@ _RESIZER_OPS = frozenset(getattr(getattr(aten, n), o) for n in ("resize_", "set_
                          for o in getattr(aten, n).overloads())
 
 
+_SET_STORAGE = frozenset({aten.set_.source_Storage, aten.set_.source_Storage_storage_offset})
+
+
+def _host_storage_of(storage):
+    """t.set_(storage): a device tensor's storage stands for its host data."""
+    if isinstance(storage, torch.UntypedStorage) and storage.device.type == "neuron":
+        ref = _host_storage.get(storage._cdata)
+        elem = ref() if ref is not None else None
+        if elem is None:
+            raise RuntimeError("neuron (emulated): set_() with a device storage whose tensor "
+                               "is gone")
+        return elem.untyped_storage()
+    return storage
+
+
+# in-place ops that change a tensor's sizes/strides (the wrapper must follow its data)
+_METADATA_INPLACE = frozenset({"t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
+                               "swapdims_", "swapaxes_", "resize_", "resize_as_", "set_",
+                               "_resize_output_", "unsafe_set_"})
+_PLANS: dict[int, tuple] = {}  # id(OpOverload) -> its plan: one lookup per op, no hashing
+
+
+def _make_plan(func) -> tuple:
+    """What dispatch needs to know of an op, worked out once: (special kernel, fallback-note
+    entry, unsupported kind, resync mode, set_ from a storage, fault hooks)."""
+    name = func.overloadpacket.__name__
+    writes_kwarg = any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+                       for a in func._schema.arguments)  # out=: may be resized
+    resized = func in _RESIZER_OPS
+    resync_mode = 2 if resized else 1 if (writes_kwarg or name in _METADATA_INPLACE
+                                          or "resize" in name) else 0
+    plan = (_SPECIAL.get(func), _fallback.entry(func), _limits._kind(func), resync_mode,
+            func in _SET_STORAGE, bool(_faults._active))
+    _PLANS[id(func)] = plan
+    return plan
+
+
 def dispatch(func, args, kwargs):
-    _faults.before(func)
-    _fallback.note(func)
-    if func in _SPECIAL:  # the only ops allowed to cross devices
-        return _SPECIAL[func](func, args, kwargs)
-    _limits.check_op(func)
-    index, inputs = _scan(args, kwargs)
+    plan = _PLANS.get(id(func))
+    if plan is None:
+        plan = _make_plan(func)
+    special, entry, kind, resync_mode, set_storage, faults = plan
+    if faults:
+        _faults.before(func)
+    _fallback.count(entry)
+    if special is not None:  # the only ops allowed to cross devices
+        return special(func, args, kwargs)
+    if kind is not None:
+        _limits._unsupported(kind)
+    index, inputs, traced = _scan(args, kwargs)
+    unwrap_all = _host_all if traced else _unwrap_all
     if kwargs:
-        kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+        kwargs = dict(zip(kwargs, unwrap_all(kwargs.values()), strict=True))
         if "device" in kwargs:
             kwargs["device"] = "cpu"
-    out = _rng.call(func, _unwrap_all(args), kwargs, index)
-    out = _faults.after(func, out)
-    return _rewrap_all(out, inputs, index, func in _RESIZER_OPS)
+    host_args = unwrap_all(args)
+    if set_storage:
+        host_args[1] = _host_storage_of(host_args[1])
+    out = _rng.call(func, host_args, kwargs, index)
+    if faults:
+        out = _faults.after(func, out)
+    if type(out) is Tensor:  # the common case: one fresh result
+        same = inputs.get(id(out))
+        if same is None:
+            return NeuronTensor(_limits.as_device_dtype(out), index) \
+                if out.device.type == "cpu" else out
+    return _rewrap_all(out, inputs, index, resync_mode)
 
 
-def _rewrap(x, inputs, index, resized=False):
+def _rewrap(x, inputs, index, resync_mode=1):
     if isinstance(x, NeuronTensor):
         return x
     same = inputs.get(id(x))
     if same is not None:  # in-place or out=: hand back the caller's tensor, metadata synced
-        resync(same)
-        if resized:
-            _memory.retrack(same)
+        if resync_mode:
+            resync(same)
+            if resync_mode == 2:
+                _memory.retrack(same)
         return same
     if x.device.type != "cpu":
         return x
@@ -218,10 +311,21 @@ def factory(op, *args, **kwargs):
         _memory.check_allocation(args[0], kwargs.get("dtype"), index)
     if "device" in kwargs:
         kwargs = dict(kwargs, device="cpu")
-    out = _rng.call(op, tree_map(unwrap, args), tree_map(unwrap, kwargs), index)
-    return tree_map(lambda x: NeuronTensor(_limits.as_device_dtype(x), index)
-                    if isinstance(x, torch.Tensor) and not isinstance(x, NeuronTensor)
-                    and x.device.type == "cpu" else x, out)
+    kwargs = dict(zip(kwargs, _unwrap_all(kwargs.values()), strict=True))
+    out = _rng.call(op, _unwrap_all(args), kwargs, index)
+    return _rewrap_all(out, {}, index, 0)
+
+
+FACTORY_KERNELS = ("empty.memory_format", "empty_strided")
+
+
+def factory_kernel(name: str):
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(aten, packet), overload or "default")
+
+    def kernel(*args, **kwargs):
+        return factory(op, *args, **kwargs)
+    return kernel
 
 
 def copy_from(src, dst, non_blocking=False):
