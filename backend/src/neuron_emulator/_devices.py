@@ -28,8 +28,8 @@ def _parse_cores(text: str) -> list[int]:
     return cores
 
 
-# instance type -> (Neuron devices, physical NeuronCores per device, default LNC), from
-# /work/shared/reference/neuron-facts.md ("Instance types"): trn2.3xlarge's single device is
+# instance type -> (Neuron devices, physical NeuronCores per device, default LNC), from AWS's
+# Trn1/Trn2 instance pages as docs/emulator.md ("Default machine") gives them: trn2.3xlarge's single device is
 # AWS's figure as moto and the instance listings give it (the docs do not confirm it); trn3
 # sizes are not published, so a trn3 type is not guessed at (the default machine is used).
 INSTANCE_TYPES = {
