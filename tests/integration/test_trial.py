@@ -105,8 +105,13 @@ def test_perturbed_device_fails_the_comparison_naming_the_worst_tensor(torch_pyt
     e = r["eager"]
     assert doc["exit_code"] == 1 and e["status"] == "fail" and "MISMATCH" in e["summary"]
     worst = e["details"]["worst"]
-    assert worst and f"worst {worst}" in e["summary"] and e["observed"]["worst"] == worst
+    assert worst == "output" and e["observed"]["worst"] == worst  # the output, not a gradient
+    assert f"largest output difference {worst} (" in e["summary"], e["summary"]
     assert e["details"]["mismatched_tensors"] >= 1 and e["fix"]
+    # the first Linear of the Sequential already leaves tolerance: named, with its error
+    div = e["details"]["first_divergence"]
+    assert div["module"] == "0" and div["module_type"] == "Linear" and div["order"] == 0
+    assert "first module out of tolerance: 0 (Linear, " in e["summary"]
 
 
 @pytest.mark.slow
