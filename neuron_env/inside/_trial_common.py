@@ -34,7 +34,7 @@ def root_cause(e):
     return e
 
 
-def _library(filename):
+def is_library(filename):
     """A frame of torch, of this script, or of the stdlib: not the user's code."""
     f = filename.replace("\\", "/")
     return (f.startswith(_HERE.replace("\\", "/")) or "/torch/" in f or "/torch_neuronx/" in f
@@ -56,7 +56,7 @@ def where(f):
 def user_frames(tb_frames):
     """The frames of the user's code (their file, their package, or a library such as
     transformers that holds the model): everything but torch, the stdlib and this script."""
-    return [f for f in tb_frames if not _library(f.filename)]
+    return [f for f in tb_frames if not is_library(f.filename)]
 
 
 def tb_text(e, limit=8):
@@ -64,7 +64,7 @@ def tb_text(e, limit=8):
     code above them, plus the chained root cause: trial's own outer frames add nothing."""
     frames = traceback.extract_tb(e.__traceback__)
     keep = set(range(max(len(frames) - limit, 0), len(frames)))
-    keep |= {i for i, f in enumerate(frames) if not _library(f.filename)}
+    keep |= {i for i, f in enumerate(frames) if not is_library(f.filename)}
     lines, last = ["Traceback (innermost frames, and the user's code):"], -1
     for i in sorted(keep):
         if i != last + 1:

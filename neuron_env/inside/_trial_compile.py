@@ -5,7 +5,17 @@ import statistics
 import time
 
 from _shared import step, sync
-from _trial_common import Usage, add, root_cause, short, tb_text, user_frame
+from _trial_common import (
+    Usage,
+    add,
+    is_library,
+    root_cause,
+    short,
+    tb_text,
+    user_frame,
+    user_frames,
+    where,
+)
 from _trial_compare import verdict
 from _trial_device import (
     clear_tracking,
@@ -17,11 +27,8 @@ from _trial_device import (
     timed,
 )
 
-# tracing errors (dynamo/fake tensors) fail the same under every backend: aot_eager cannot help
-_TRACING = ("Unsupported", "TorchRuntimeError", "UserError", "InternalTorchDynamoError",
-            "UncapturedHigherOrderOpError", "ObservedException")
-_USER_CODE = re.compile(r'from user code:\s*\n(?:.*\n)*?\s*File "([^"]+)", line (\d+), in (\w+)'
-                        r'\s*\n\s*(.*)')
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+_GOT = re.compile(r": got (\w+)\(['\"](.+?)['\"]\)")
 
 
 def compile_backend(t):
@@ -66,33 +73,52 @@ def graph_breaks():
     return {str(k)[:300]: v for k, v in counters.get("graph_break", {}).items()}
 
 
+def _dynamo_where(e, msg):
+    """The user's line dynamo was tracing: the innermost user frame of its real_stack, else of
+    the 'from user code:' section of the message, else of the traceback."""
+    stack = getattr(e, "real_stack", None)
+    frames = user_frames(list(stack)) if stack else []
+    if frames:
+        return where(frames[-1])
+    section = msg.split("from user code:", 1)[1] if "from user code:" in msg else ""
+    found = [(f, n, fn, code) for f, n, fn, code in _FRAME.findall(section)
+             if not is_library(f)]
+    if found:
+        f, n, _fn, code = found[-1]
+        return "%s:%s `%s`" % (f.rsplit("site-packages/", 1)[-1], n, code.strip())
+    return user_frame(e)
+
+
+def _cause(e, msg):
+    """The real error under torch's wrappers: the chained root cause, or the `got Error('...')`
+    dynamo folds into its message, or the message's first line."""
+    root = root_cause(e)
+    if root is not e:
+        return short(root)
+    m = _GOT.search(msg)
+    if m:
+        return "%s: %s" % (m.group(1), m.group(2)[:400])
+    return short(e)
+
+
 def compile_failure(t, backend, e):
     """Say the root cause (torch wraps it: 'RuntimeError when making fake tensor call') and the
-    user's line (dynamo's 'from user code:' section, else the innermost user frame)."""
+    user's line; aot_eager is offered only when the backend compiler (not tracing) failed."""
     msg = str(e)
-    root = root_cause(e)
-    ops = sorted(set(re.findall(r"aten::\w+", msg + str(root))))
+    cause = _cause(e, msg)
+    ops = sorted(set(re.findall(r"aten::\w+", msg)))
     breaks = graph_breaks()
-    m = _USER_CODE.search(msg)
-    where = ("%s:%s in %s `%s`" % (m.group(1), m.group(2), m.group(3), m.group(4).strip())
-             if m else user_frame(e))
-    cause_line = next((ln.strip() for ln in msg.splitlines() if ln.strip() and not
-                       ln.startswith(("While executing", "Original traceback", "from user"))),
-                      "")
-    cause = short(root) if root is not e else "%s: %s" % (type(e).__name__, cause_line[:400])
-    if cause.endswith("when making fake tensor call") or cause.endswith(": "):
-        inner = [ln.strip() for ln in msg.splitlines()[1:] if ln.strip()]
-        cause += (" (%s)" % inner[0][:300]) if inner else ""
+    at = _dynamo_where(e, msg)
     what = ("unsupported op %s" % ops[0]) if ops else (
         "graph break: %s" % next(iter(breaks)).splitlines()[0] if breaks else cause)
-    tracing = any(type(x).__name__ in _TRACING for x in (e, root)) and \
-        type(e).__name__ != "BackendCompilerFailed"
-    add("compile", "fail", "torch.compile(backend=%r, dynamic=False) failed %s: %s%s" % (
-        backend, "while tracing the model (the same under any backend)" if tracing else
-        "in the backend compiler", what, "; at %s" % where if where else ""),
+    backend_failed = type(e).__name__ == "BackendCompilerFailed"
+    add("compile", "fail", "torch.compile(backend=%r, dynamic=False) failed %s: %s%s%s" % (
+        backend, "in the backend compiler" if backend_failed else
+        "while tracing the model (before any backend)", what,
+        "" if what == cause else "; root cause %s" % cause, "; at %s" % at if at else ""),
         backend=backend, ops=ops, graph_breaks=breaks, error=short(e), root_cause=cause,
-        user_frame=where, phase="tracing" if tracing else "backend",
-        aot_eager_helps=not tracing and backend not in ("aot_eager", "eager"),
+        user_frame=at, phase="backend" if backend_failed else "tracing",
+        aot_eager_helps=backend_failed and backend not in ("aot_eager", "eager"),
         traceback=tb_text(e))
 
 
@@ -235,11 +261,13 @@ def shapes_step(t, compiled):
         model = t.to_device(t.initial)
         rows = [one_shape(t, model, s, gen, False) for s in shapes]
         failed = [r for r in rows if "error" in r]
-        add("shapes", "fail" if failed else "warn", "%d shapes ran in EAGER mode because "
-            "torch.compile failed (see trial.compile): %s; compilations not measured" % (
-                len(rows), "%d failed (%s: %s)" % (len(failed), "x".join(map(
-                    str, failed[0]["shape"])), failed[0]["error"]) if failed else "all ran"),
-            rows=rows, mode="eager", base_shape=list(first_input(t.inputs).shape))
+        summary = ("%d shapes ran in EAGER mode because torch.compile failed (see "
+                   "trial.compile): %s; compilations not measured" % (
+                       len(rows), "%d failed (%s: %s)" % (len(failed), "x".join(map(
+                           str, failed[0]["shape"])), failed[0]["error"]) if failed
+                       else "all ran"))
+        add("shapes", "fail" if failed else "warn", summary, rows=rows, mode="eager",
+            eager_summary=summary, base_shape=list(first_input(t.inputs).shape))
         return
     rows = [one_shape(t, compiled, s, gen, True) for s in shapes]
     m = dynamo_metrics(t)
