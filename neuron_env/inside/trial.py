@@ -279,7 +279,9 @@ def reference(t):
     except Usage:
         raise
     except Exception as e:
-        add("reference", "fail", "the model fails on the CPU in float32: %s" % short(e),
+        frames = user_frames(traceback.extract_tb(e.__traceback__))
+        add("reference", "fail", "the model fails on the CPU in float32: %s%s" % (
+            short(e), "; at %s" % where(frames[-1]) if frames else ""),
             error=tb_text(e), crashed=True)
         return False
     t.reference_ok = True
