@@ -464,6 +464,49 @@ def fallback(t):
         executed_counts=fb["executed_counts"], sources=sources or None)
 
 
+def generate_step(t):
+    """A decoder model's greedy decode of N tokens with its KV cache, on the CPU (float32) and
+    on the device: do the tokens agree, and where do they first differ."""
+    step("generate")
+    n = int(t.opts.get("generate") or 0)
+    if not callable(getattr(t.initial, "generate", None)):
+        add("generate", "skip", "--generate needs a model with generate() (a Hugging Face "
+            "causal LM); %s has none" % type(t.initial).__name__)
+        return
+    torch = t.torch
+
+    def decode(model, inputs):
+        args, kwargs = inputs
+        with torch.no_grad(), t.ctx(next(model.parameters()).device):
+            out = model.generate(*args, **kwargs, max_new_tokens=n, do_sample=False,
+                                 use_cache=True, pad_token_id=0)
+        return out.detach().to("cpu")
+    try:
+        ref = decode(t.prepared(t.initial).float().eval(), _float_inputs(t))
+    except Exception as e:
+        add("generate", "fail", "generate() fails on the CPU: %s" % short(e), error=tb_text(e))
+        return
+    try:
+        got = decode(t.to_device(t.initial).eval(), t.device_inputs())
+    except Exception as e:
+        add("generate", "fail", "generate() on %s CRASHED (the CPU ran): %s" % (
+            t.device, short(e)), error=tb_text(e), crashed=True)
+        return
+    prompt = ref.shape[-1] - n
+    a = ref[..., prompt:]
+    b = got[..., prompt:] if got.shape == ref.shape else None
+    same = (a == b) if b is not None else None
+    agree = float(same.float().mean()) if same is not None else 0.0
+    first = next((i for i in range(a.shape[-1]) if not bool(same[..., i].all())), None) \
+        if same is not None else 0
+    ok = same is not None and bool(same.all())
+    add("generate", "pass" if ok else "fail", "%d greedy decode steps with the KV cache: %s" % (
+        n, "every token agrees with the CPU" if ok else
+        "%.0f%% of tokens agree; first differs at step %s" % (100 * agree, first)),
+        steps=n, agreement=agree, first_divergent_step=first,
+        cpu_tokens=a.tolist(), device_tokens=got[..., prompt:].tolist())
+
+
 # -- main -----------------------------------------------------------------------------------------
 def run_trial(torch, opts, doc):
     step("device")
@@ -490,6 +533,8 @@ def run_trial(torch, opts, doc):
     compiled = compile_step(t) if opts.get("compile") or shape_list(t) else None
     if shape_list(t):
         shapes_step(t, compiled)
+    if opts.get("generate"):
+        generate_step(t)
     if opts.get("save_baseline"):
         save_baseline(t, ident, opts["save_baseline"])
     if opts.get("baseline"):

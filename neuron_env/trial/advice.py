@@ -121,6 +121,8 @@ def fix(name: str, status: str, data: dict, opts) -> str | None:
                   "pad or bucket input shapes (details.advice) so that few graphs compile",
         "baseline": "the device disagrees with the environment used today: compare per tensor "
                     "(details.mismatches)",
+        "generate": "the device picks other tokens than the CPU: run without --generate to "
+                    "see which tensors differ (trial.eager, first diverging module)",
         "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
     }.get(name)
 

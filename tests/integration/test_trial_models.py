@@ -173,3 +173,17 @@ def test_timm_and_torchvision_models_or_the_reason_they_cannot_run(models_python
             "print(type(m).__name__)")
     r = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-1000:]
+
+
+def test_generate_decodes_with_the_cache_and_compares_tokens(models_python):
+    py = need_lib(models_python, "transformers")
+    _doc, r = trial(py, f"{REAL}:gpt2", "--inference", "--generate", "4")
+    g = r["generate"]
+    assert g["status"] == "pass" and g["details"]["agreement"] == 1.0, g
+    assert "4 greedy decode steps with the KV cache: every token agrees" in g["summary"]
+    _doc, r = trial(py, f"{REAL}:gpt2_planted_bug", "--inference", "--generate", "4")
+    g = r["generate"]
+    assert g["status"] == "fail" and g["details"]["first_divergent_step"] == 0, g
+    assert all(tok == 7 for row in g["details"]["device_tokens"] for tok in row)
+    _doc, r = trial(py, f"{REAL}:bert_eval", "--generate", "2")
+    assert r["generate"]["status"] == "skip" and "has none" in r["generate"]["summary"]
