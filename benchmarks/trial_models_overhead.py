@@ -19,11 +19,11 @@ from _overhead import compare
 MODELS = Path(__file__).with_name("_trial_models.py")
 BARE = """
 import copy, importlib.util, statistics, time, torch
-spec = importlib.util.spec_from_file_location("m", {path!r})
+spec = importlib.util.spec_from_file_location("m", @PATH@)
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-d = torch.device({{device!r}})
+d = torch.device({device!r})
 torch.manual_seed(0)
-model, inputs = getattr(mod, {name!r})()
+model, inputs = getattr(mod, @NAME@)()
 def call(m, dev):
     if isinstance(inputs, dict):
         return m(**{{k: v.to(dev) for k, v in inputs.items()}})
@@ -70,7 +70,7 @@ print(ok, statistics.median(ts), fallback)
 def main() -> None:
     for name in ("gpt2", "resnet"):
         print(f"-- {name}")
-        compare(BARE.format(path=str(MODELS), name=name),
+        compare(BARE.replace("@PATH@", repr(str(MODELS))).replace("@NAME@", repr(name)),
                 ["trial", f"{MODELS}:{name}", "--iterations", "10"], f"{name} trial")
         sys.stdout.flush()
 

@@ -21,6 +21,7 @@ class Context:
     matrix_flag: str | None = None
     index_overrides: dict | None = None  # index name -> mirror URL (flags, environment)
     own_prefix: str | None = None  # neuron-env's own environment (sys.prefix), for fix lines
+    multi_node: str | None = None  # why this host is meant for multi-node work (net.efa)
 
 
 CheckFn = Callable[..., Result]

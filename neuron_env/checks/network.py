@@ -21,6 +21,22 @@ def _skip(facts, typ) -> str | None:
     return None
 
 
+SINGLE_NODE = ("; a single node needs no EFA (only collectives across nodes use it): this fails "
+               "with --expect-efa or in a Slurm job across nodes")
+
+
+def _missing(ctx, summary: str, observed: dict, fix: str) -> Result:
+    """No EFA at all: a failure where multi-node work is meant, else a warning that says when it
+    matters (a trn2.48xlarge used alone legitimately has none)."""
+    intent = getattr(ctx, "multi_node", None)
+    if intent:
+        return Result("net.efa", "net", "fail", f"{summary} ({intent}: multi-node collectives "
+                      "need EFA)", observed=dict(observed, multi_node=intent), fix=fix,
+                      docs=EFA_DOCS)
+    return Result("net.efa", "net", "warn", summary + SINGLE_NODE,
+                  observed=dict(observed, multi_node=None), fix=fix, docs=EFA_DOCS)
+
+
 @check("net.efa", "net")
 def net_efa(facts, m, ctx) -> Result:
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
@@ -34,16 +50,13 @@ def net_efa(facts, m, ctx) -> Result:
         how = ("request vpc.amazonaws.com/efa in the pod's resources (the EFA device plugin)"
                if c.kind == "kubernetes" else
                "docker run --device=/dev/infiniband/uverbs0 … (one per EFA interface)")
-        return Result("net.efa", "net", "fail",
-                      f"no /dev/infiniband/uverbs* in this {c.kind or 'container'}: EFA was not "
-                      "passed in, so multi-node collectives fall back or fail", observed=observed,
-                      fix=how, docs=EFA_DOCS)
+        return _missing(ctx, f"no /dev/infiniband/uverbs* in this {c.kind or 'container'}: EFA "
+                        "was not passed in, so multi-node collectives fall back or fail",
+                        observed, how)
     if not e.ib_devices and not e.uverbs:
-        return Result("net.efa", "net", "fail",
-                      f"no EFA devices on {facts.instance.type} (/sys/class/infiniband empty)",
-                      observed=observed,
-                      fix="launch with EFA network interfaces (InterfaceType=efa) and install "
-                          "the EFA driver (aws-efa-installer)", docs=EFA_DOCS)
+        return _missing(ctx, f"no EFA devices on {facts.instance.type} (/sys/class/infiniband "
+                        "empty)", observed, "launch with EFA network interfaces "
+                        "(InterfaceType=efa) and install the EFA driver (aws-efa-installer)")
     if not e.uverbs:
         return Result("net.efa", "net", "fail",
                       f"{len(e.ib_devices)} EFA device(s) but no /dev/infiniband/uverbs* nodes",

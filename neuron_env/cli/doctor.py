@@ -105,6 +105,8 @@ def doctor(
     all_packages: bool = typer.Option(False, "--all-packages", help="List every distribution "
                                       "in target.packages (default: all up to 64, else the "
                                       "Neuron/torch ones)."),
+    expect_efa: bool = typer.Option(False, "--expect-efa", help="This host is meant for "
+                                    "multi-node collectives: missing EFA fails (else warns)."),
     slurm_drain: bool = typer.Option(False, "--slurm-drain", help="Drain this Slurm node "
                                      "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
@@ -129,7 +131,7 @@ def doctor(
             pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
             publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
             waivers=_waivers(waive, reason, until, waivers_file), wait=wait,
-            all_packages=all_packages)
+            all_packages=all_packages, expect_efa=expect_efa)
         rep = run_waiting(opts, started)
         if fix:
             rep = _fix(rep, opts, yes)

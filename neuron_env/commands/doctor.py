@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Mapping
 
 from neuron_env import checks
 from neuron_env.checks import waivers
@@ -43,6 +45,7 @@ class DoctorOptions:
     waivers: tuple = ()  # checks.waivers.Waiver, from --waive/--waivers
     wait: float = 0.0  # --wait SECONDS: re-check failing checks until they pass
     all_packages: bool = False  # list every distribution in target.packages
+    expect_efa: bool = False  # --expect-efa: this host is meant for multi-node work
 
 
 def _check_root(root: str | None) -> None:
@@ -86,9 +89,21 @@ def probe(opts: DoctorOptions, ids: list[str], started=None):
     return facts
 
 
+def multi_node_intent(opts: DoctorOptions, env: Mapping[str, str]) -> str | None:
+    """Why this host is meant for collectives across nodes (EFA then matters), or None."""
+    if opts.expect_efa:
+        return "--expect-efa"
+    for var in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        n = env.get(var, "")
+        if n.isdigit() and int(n) > 1:
+            return f"a Slurm job across {n} nodes ({var})"
+    return None
+
+
 def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix, own_prefix=sys.prefix,
+        multi_node=multi_node_intent(opts, os.environ),
         index_overrides={k: url for k, (url, _) in index_overrides(matrix, {
             "neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}).items()})
     return checks.run_checks(facts, matrix, ctx, ids)

@@ -231,10 +231,29 @@ def test_efa_present_passes_and_types_without_efa_facts_skip():
     assert one("net.efa", host(instance="trn2.3xlarge", devices=1)).status == "skip"
 
 
+@pytest.mark.parametrize("container, words", [
+    (None, "no EFA devices on trn2.48xlarge"), (DOCKER, "EFA was not passed in")])
+def test_missing_efa_warns_on_a_single_node_and_fails_with_multi_node_intent(container, words):
+    r = one("net.efa", host(efa=EfaFacts(), container=container))
+    assert r.status == "warn" and words in r.summary and "a single node needs no EFA" in r.summary
+    assert r.observed["multi_node"] is None and r.fix
+    ctx = checks.Context(python_flag="/venv/bin/python", multi_node="--expect-efa")
+    r = checks.run_checks(host(efa=EfaFacts(), container=container), M, ctx, ["net.efa"])[0]
+    assert r.status == "fail" and "(--expect-efa: multi-node collectives need EFA)" in r.summary
+
+
+def test_multi_node_intent_comes_from_the_flag_or_a_multi_node_slurm_job():
+    from neuron_env.commands.doctor import DoctorOptions, multi_node_intent
+
+    assert multi_node_intent(DoctorOptions(), {}) is None
+    assert multi_node_intent(DoctorOptions(), {"SLURM_JOB_NUM_NODES": "1"}) is None
+    assert multi_node_intent(DoctorOptions(), {"SLURM_JOB_NUM_NODES": "4"}) == \
+        "a Slurm job across 4 nodes (SLURM_JOB_NUM_NODES)"
+    assert multi_node_intent(DoctorOptions(expect_efa=True), {}) == "--expect-efa"
+
+
 @pytest.mark.parametrize("efa, container, words", [
-    (EfaFacts(), None, "no EFA devices"),
     (EfaFacts(("rdmap0s0",), ()), None, "no /dev/infiniband/uverbs"),
-    (EfaFacts(("rdmap0s0",), ()), DOCKER, "EFA was not passed in"),
     (EfaFacts(("rdmap0s0",), ("uverbs0",), "/opt/amazon/efa/bin/fi_info", 0), None,
      "no efa provider"),
 ])
