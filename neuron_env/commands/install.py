@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.commands import TOOL
-from neuron_env.errors import ConfigurationError, InterpreterError, UsageError
+from neuron_env.errors import ConfigurationError, InterpreterError, NeuronEnvError, UsageError
 from neuron_env.install import installers, noop
 from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
@@ -164,20 +164,44 @@ def _execute(opts, matrix, facts, plan, python, create, results, extra, progress
         from neuron_env.install import venv
         from neuron_env.probes.facts import gather
 
+        existed = Path(create).exists()  # venv.existing(): then it is empty
         progress.say(f"Creating the venv {create} with {python}")
         python = venv.create(Path(create), python)
         extra["venv_created"] = create
         facts = replace(facts, target=gather(make_root(opts.root), python, None,
                                              want_neuron_ls=False).target)
-    out = execute(plan, matrix, facts,
-                  ExecOptions(installer=opts.installer, timeout=opts.timeout,
-                              lock_timeout=opts.lock_timeout, python_flag=opts.python
-                              or python, matrix_flag=opts.matrix),
-                  progress, bundled_builder=emulator_wheel.build)
+    try:
+        out = execute(plan, matrix, facts,
+                      ExecOptions(installer=opts.installer, timeout=opts.timeout,
+                                  lock_timeout=opts.lock_timeout, python_flag=opts.python
+                                  or python, matrix_flag=opts.matrix),
+                      progress, bundled_builder=emulator_wheel.build)
+    except NeuronEnvError as e:  # nothing went in: never leave the venv we made behind
+        if create:
+            venv.remove_made(Path(create), keep_dir=existed)
+            progress.say(f"Removed the venv {create} made for this install")
+            e.hint = "; ".join(x for x in (e.hint, f"the new venv {create} was removed",
+                                            _offline_torch(plan)) if x)
+        raise
     results += out.results
     extra.update(status=out.status, packages=out.packages, log=out.log,
                  manifest=out.manifest, steps=[s.serialize() for s in out.steps])
     return _report(matrix, out.facts or facts, results, extra, t0)
+
+
+def _offline_torch(plan) -> str | None:
+    """Which torch versions the --find-links wheelhouses (and PIP_FIND_LINKS) hold: what an
+    install can reach without an index."""
+    import os
+    import re
+
+    dirs = [*plan.find_links, *os.environ.get("PIP_FIND_LINKS", "").split()]
+    found = sorted({m.group(1) for d in dirs if Path(d).is_dir() for f in Path(d).iterdir()
+                    if (m := re.match(r"torch-([^-]+)-", f.name)) and f.suffix == ".whl"})
+    if not dirs:
+        return None
+    return ("torch reachable offline (--find-links): " + ", ".join(found) if found else
+            "no torch wheel in the --find-links directories")
 
 
 def _report(matrix, facts, results, extra, t0) -> Report:

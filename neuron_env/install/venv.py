@@ -32,16 +32,22 @@ def existing(d: Path) -> str | None:
     return None
 
 
+def remove_made(d: Path, keep_dir: bool = False) -> None:
+    """Remove a venv this run made (the install into it failed): the directory too, unless it
+    existed (empty) before the run."""
+    if not keep_dir:
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    for child in d.iterdir():
+        shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+
+
 def create(d: Path, base_python: str) -> str:
     """Create the venv; on failure remove what was made (never leave half a venv)."""
     made_dir = not d.exists()
     r = proc.run([base_python, "-m", "venv", str(d)], timeout=VENV_TIMEOUT)
     if not r.ok:
-        if made_dir:
-            shutil.rmtree(d, ignore_errors=True)
-        else:
-            for child in d.iterdir():
-                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
+        remove_made(d, keep_dir=not made_dir)
         why = "timed out" if r.timed_out else (r.error or r.tail(300))
         raise InterpreterError(f"could not create the venv {d} with {base_python}: {why}",
                                hint="on Debian/Ubuntu: apt-get install python3-venv (or "
