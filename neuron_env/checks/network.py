@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_env.checks import check
+from neuron_env.checks import Context, check
 from neuron_env.checks.driver import _image
 from neuron_env.report.model import Result
 
@@ -25,10 +25,10 @@ SINGLE_NODE = ("; a single node needs no EFA (only collectives across nodes use 
                "with --expect-efa or in a Slurm job across nodes")
 
 
-def _missing(ctx, summary: str, observed: dict, fix: str) -> Result:
+def _missing(ctx: Context, summary: str, observed: dict, fix: str) -> Result:
     """No EFA at all: a failure where multi-node work is meant, else a warning that says when it
     matters (a trn2.48xlarge used alone legitimately has none)."""
-    intent = getattr(ctx, "multi_node", None)
+    intent = ctx.multi_node
     if intent:
         return Result("net.efa", "net", "fail", f"{summary} ({intent}: multi-node collectives "
                       "need EFA)", observed=dict(observed, multi_node=intent), fix=fix,

@@ -11,6 +11,7 @@ from pathlib import Path
 from neuron_env.commands import TOOL
 from neuron_env.errors import ConfigurationError, InterpreterError, NeuronEnvError, UsageError
 from neuron_env.install import installers, noop
+from neuron_env.install import plan as plan_mod
 from neuron_env.install.manifest import index_overrides
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
@@ -189,7 +190,7 @@ def _execute(opts, matrix, facts, plan, python, create, results, extra, progress
     return _report(matrix, out.facts or facts, results, extra, t0)
 
 
-def _offline_torch(plan) -> str | None:
+def _offline_torch(plan: plan_mod.Plan) -> str | None:
     """Which torch versions the --find-links wheelhouses (and PIP_FIND_LINKS) hold: what an
     install can reach without an index."""
     import os
