@@ -187,6 +187,11 @@ def test_hang_times_out_with_exit_4_naming_the_step(torch_python):
 @pytest.mark.parametrize("model, says", [
     ("tests/fixtures/trial/broken_import.py:make",
      "raised ModuleNotFoundError: No module named 'definitely_not_an_installed_module'"),
+    ("tests/fixtures/trial/chained_import.py:make",
+     "raised RuntimeError: Failed to import transformers.models.auto because of the error "
+     "above (at "),
+    ("tests/fixtures/trial/chained_import.py:make", "; caused by ModuleNotFoundError: No module "
+     "named 'definitely_not_an_installed_vision_package'"),
     (f"{MODELS}:garbage", "returned a value of type int: MODEL must name a callable"),
     (f"{MODELS}:wrong_inputs", "returned example_inputs of type str"),
     (f"{MODELS}:raises", "calling it raised ValueError: the dataset is not mounted"),
