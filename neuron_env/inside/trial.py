@@ -82,7 +82,9 @@ def stochastic_modules(torch, model):
             found.append(name or type(m).__name__)
     cfg = getattr(model, "config", None)
     if model.training and cfg is not None:
-        for k, v in sorted(vars(cfg).items()):
+        items = cfg.items() if isinstance(cfg, dict) else getattr(cfg, "__dict__", {}).items()
+        for k, v in sorted(items, key=lambda kv: str(kv[0])):
+            k = str(k)
             if ("dropout" in k or k.endswith("_prob")) and isinstance(v, float) and v > 0:
                 found.append("config.%s=%g" % (k, v))
     return found
