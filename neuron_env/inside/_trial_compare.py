@@ -36,6 +36,11 @@ def flatten(out, prefix="output", skipped=None):
     return [x for k, v in items for x in flatten(v, "%s[%s]" % (prefix, k), skipped)]
 
 
+def host(t):
+    """A tensor as float32 on the CPU, detached: what every comparison reads."""
+    return t.detach().to("cpu").float()
+
+
 def _nonfinite(torch, got, want):
     finite_want = torch.isfinite(want)
     nonfinite_got = ~torch.isfinite(got) & finite_want
