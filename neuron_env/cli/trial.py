@@ -40,6 +40,10 @@ def trial(
     baseline: str = typer.Option(None, "--baseline", metavar="FILE",
                                  help="Compare with a baseline saved elsewhere."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),
+    inference: bool = typer.Option(False, "--inference", help="Forward only, in eval mode: "
+                                   "no backward, no optimizer."),
+    generate: int = typer.Option(0, "--generate", metavar="N", help="Also N greedy decode "
+                                 "steps with the KV cache (generate()), tokens vs the CPU."),
     seed: int = typer.Option(0, "--seed", help="Seed for weights and inputs."),
     timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", callback=seconds,
                                   help="Hard limit for the whole run."),
@@ -61,7 +65,8 @@ def trial(
             steps=steps, lr=lr, iterations=iterations, compile=compile,
             compile_backend=compile_backend, shapes=parse_shapes(shapes),
             batch_sizes=parse_sizes(batch_sizes), save_baseline=save_baseline,
-            baseline=baseline, no_fallback=no_fallback, seed=seed, timeout=timeout)
+            baseline=baseline, no_fallback=no_fallback, seed=seed, timeout=timeout,
+            inference=inference, generate=generate)
         from neuron_env.commands.trial import start
 
         started = start(python, opts)  # the target imports torch while we import the rest

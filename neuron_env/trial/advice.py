@@ -13,8 +13,15 @@ def _elems(shape) -> int:
     return math.prod(shape)
 
 
-def _bucket(shape) -> tuple[int, ...]:
-    return tuple(1 << max(d - 1, 0).bit_length() for d in shape)
+def _bucket(shape: tuple[int, ...], varying: tuple[bool, ...]) -> tuple[int, ...]:
+    """Round each dimension that varies across the shapes up to a power of two; a fixed one
+    (RGB channels, a hidden size) stays as it is."""
+    return tuple(1 << max(d - 1, 0).bit_length() if v else d
+                 for d, v in zip(shape, varying, strict=True))
+
+
+def _varying(shapes: list[tuple[int, ...]]) -> tuple[bool, ...]:
+    return tuple(len(set(dims)) > 1 for dims in zip(*shapes, strict=True))
 
 
 def _waste(shapes, target_of) -> float:
@@ -24,6 +31,8 @@ def _waste(shapes, target_of) -> float:
 
 def shapes(data: dict, status: str) -> tuple[str, str, dict]:
     """(status, summary, advice) for a shape sweep's rows."""
+    if data.get("mode") == "eager":  # compile failed: no compilations to advise on
+        return status, str(data.get("eager_summary", "")), {}
     rows = [r for r in data["rows"] if "error" not in r]
     failed = [r for r in data["rows"] if "error" in r]
     comp = sum(r.get("compilations", 0) for r in rows)
@@ -36,14 +45,17 @@ def shapes(data: dict, status: str) -> tuple[str, str, dict]:
     largest = max(all_shapes, key=_elems)
     fits = all(all(a <= b for a, b in zip(s, largest, strict=True)) for s in all_shapes)
     pad_waste = _waste(all_shapes, lambda s: largest) if fits else None
-    buckets = sorted({_bucket(s) for s in all_shapes}, key=_elems)
+    varying = _varying(all_shapes) if len({len(s) for s in all_shapes}) == 1 \
+        else tuple(True for _ in largest)
+    buckets = sorted({_bucket(s, varying) for s in all_shapes}, key=_elems)
     adv = {"shapes": len(rows), "distinct_shapes": len(set(all_shapes)), "compilations": comp,
            "new_shapes_compiled": len(new),
            "mean_compile_s": compile_s, "median_steady_s": steady_s,
            "steps_per_compile": compile_s / steady_s if steady_s else None,
            "pad_to": list(largest) if fits else None, "pad_waste": pad_waste,
            "buckets": [list(b) for b in buckets],
-           "bucket_waste": _waste(all_shapes, _bucket)}
+           "bucket_waste": _waste(all_shapes, lambda s: _bucket(s, varying)),
+           "varying_dims": [i for i, v in enumerate(varying) if v]}
     if failed:
         return "fail", (f"{len(failed)} of {len(data['rows'])} shapes failed "
                         f"({'x'.join(map(str, failed[0]['shape']))}: {failed[0]['error']})"), adv
@@ -96,18 +108,39 @@ def fix(name: str, status: str, data: dict, opts) -> str | None:
     return {
         "device": "run neuron-env doctor: " + "; ".join(data.get("causes") or []),
         "import": "install torch into the target: neuron-env install --python TARGET",
-        "reference": "the model fails on the CPU too: fix the model (see details.error)",
-        "eager": "compare per tensor (details.mismatches); check driver/runtime versions with "
-                 "neuron-env doctor; a loss-only mismatch may need a looser --rtol/--atol",
+        "reference": "the model fails on the CPU too: fix the model (see details.error, the "
+                     "innermost frames and your code's)",
+        "eager": _eager_fix(data),
         "steps": "the drift grows with --steps: check the optimizer state and the dtype",
-        "fallback": "these ops run on the CPU in eager mode and fail under torch.compile: "
-                    "rewrite them with supported ops or keep them out of the compiled region",
+        "fallback": "these ops run on the CPU in eager mode (details.sources: the lines that "
+                    "call them) and fail under torch.compile: rewrite them with supported ops "
+                    "or keep them out of the compiled region",
         "compile": _compile_fix(data),
-        "shapes": "pad or bucket input shapes (details.advice) so that few graphs compile",
+        "shapes": "fix trial.compile first: this sweep ran in eager mode and could not count "
+                  "compilations" if data.get("mode") == "eager" else
+                  "pad or bucket input shapes (details.advice) so that few graphs compile",
         "baseline": "the device disagrees with the environment used today: compare per tensor "
                     "(details.mismatches)",
+        "generate": "the device picks other tokens than the CPU: run without --generate to "
+                    "see which tensors differ (trial.eager, first diverging module)",
         "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
     }.get(name)
+
+
+def _eager_fix(data: dict) -> str:
+    if data.get("crashed"):
+        return ("the model crashes on the device but runs on the CPU: see details.error (the "
+                "innermost frames and your code's); ops that ran on the CPU are in trial.fallback")
+    div = data.get("first_divergence") or {}
+    start = (f"start at module {div['module']} ({div.get('module_type')}), the first whose "
+             "output leaves tolerance; " if div.get("module") else "")
+    tail = "check driver/runtime versions with neuron-env doctor"
+    bad = [m.get("tensor", "") for m in data.get("mismatches") or []]
+    if bad and not any(b.startswith("output") for b in bad) and \
+            data.get("tolerance_used", 1e30) < 10:
+        tail += "; only loss/gradients differ, by less than 10x the tolerance: a looser "\
+                "--rtol/--atol may be right"
+    return f"{start}compare per tensor (details.mismatches); {tail}"
 
 
 def _compile_fix(data: dict) -> str:
@@ -118,4 +151,9 @@ def _compile_fix(data: dict) -> str:
     if data.get("graph_breaks"):
         return "remove the graph breaks (details.graph_breaks): data-dependent Python control "\
                "flow, .item(), print"
-    return "see details.error; run with --compile-backend aot_eager to tell tracing from compiling"
+    if data.get("aot_eager_helps"):
+        return ("the backend compiler failed (details.traceback): run with --compile-backend "
+                "aot_eager to tell whether the graph itself is sound")
+    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
+    return (f"torch.compile could not trace the model{at}: {data.get('root_cause') or ''} "
+            "(any backend fails the same; see details.traceback)").replace(" :", ":")

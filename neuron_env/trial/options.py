@@ -33,6 +33,8 @@ class TrialOptions:
     save_baseline: str | None = None
     baseline: str | None = None
     no_fallback: bool = False
+    inference: bool = False
+    generate: int = 0
     seed: int = 0
     timeout: float = DEFAULT_TIMEOUT
 
@@ -97,6 +99,11 @@ def validate(o: TrialOptions) -> None:
         v = getattr(o, name)
         if v is not None and v < 0:
             raise UsageError(f"--{name} must not be negative")
+    if o.generate < 0:
+        raise UsageError("--generate must not be negative")
+    if o.inference and o.steps:
+        raise UsageError("--inference and --steps: --inference runs no backward and no "
+                         "optimizer", hint="drop --steps, or drop --inference to train")
     if o.shapes and o.batch_sizes:
         raise UsageError("--shapes and --batch-sizes: give one of them")
     if o.save_baseline and o.baseline:

@@ -29,6 +29,12 @@ TIMING_HEAD = ["run", "first call s", "median ms", "min ms", "max ms", "stdev ms
 SHAPES_HEAD = ["shape", "compilations", "compile s", "steady ms", "error"]
 
 
+def shapes_title(report: Report) -> str:
+    res = next((r for r in report.results if r.id == "trial.shapes"), None)
+    eager = ((res.details or {}).get("mode") == "eager") if res else False
+    return "Shapes (EAGER: torch.compile failed)" if eager else "Shapes (compiled)"
+
+
 def shape_rows(report: Report) -> list[list[str]]:
     res = next((r for r in report.results if r.id == "trial.shapes"), None)
     rows = (res.details or {}).get("rows") or [] if res else []
@@ -57,7 +63,7 @@ def render_text(report: Report, verbose: bool = False, colour: bool = False) -> 
     if timing_rows(report):
         extra += ["", "Timing (synchronised fwd+bwd)", *_table(TIMING_HEAD, timing_rows(report))]
     if shape_rows(report):
-        extra += ["", "Shapes (compiled)", *_table(SHAPES_HEAD, shape_rows(report))]
+        extra += ["", shapes_title(report), *_table(SHAPES_HEAD, shape_rows(report))]
     return "\n".join([head, *extra, "", verdict]) + "\n"
 
 
@@ -81,7 +87,8 @@ def render_markdown(report: Report, verbose: bool = False, colour: bool = False)
         lines += ["", "### Timing (synchronised forward+backward)", "",
                   *_md_table(TIMING_HEAD, timing_rows(report))]
     if shape_rows(report):
-        lines += ["", "### Shapes (compiled)", "", *_md_table(SHAPES_HEAD, shape_rows(report))]
+        lines += ["", f"### {shapes_title(report)}", "",
+                  *_md_table(SHAPES_HEAD, shape_rows(report))]
     fixes = [r for r in report.results if r.fix and r.status in ("fail", "warn", "error")]
     if fixes:
         lines += ["", "### What to do", ""] + [f"- `{r.id}`: {r.fix}" for r in fixes]

@@ -125,3 +125,63 @@ def wheelhouse(tmp_path_factory):
     from tests.helpers import wheelhouse as wh
 
     return wh.build(tmp_path_factory.mktemp("wheelhouse"))
+
+
+# -- real model libraries in the torch venv (trial on Hugging Face / timm models) ---------------
+MODEL_LIBS = {"transformers": "5.25.0", "timm": "1.0.31"}  # pinned: the tests' tiny configs
+
+
+def _model_libs_probe(py: str) -> dict:
+    code = ("import importlib, json, sys\nout = {}\nfor name in sys.argv[1:]:\n"
+            "    try:\n        m = importlib.import_module(name)\n"
+            "        out[name] = {'version': m.__version__}\n"
+            "    except BaseException as e:\n"
+            "        c = e.__cause__ or e.__context__\n"
+            "        out[name] = {'error': '%s: %s%s' % (type(e).__name__, e, "
+            "' (caused by %s: %s)' % (type(c).__name__, c) if c else '')}\n"
+            "import torch\nout['torch'] = torch.__version__\nprint(json.dumps(out))")
+    r = subprocess.run([py, "-c", code, *MODEL_LIBS], capture_output=True, text=True,
+                       timeout=300)
+    return json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {}
+
+
+@pytest.fixture(scope="session")
+def models_python(torch_python, tmp_path_factory):
+    """torch_python with transformers and timm (pinned) installed ONCE under the cache lock,
+    never another torch: a constraints file holds torch at the venv's own version. timm needs
+    torchvision, and PyPI's torchvision is built against CUDA torch (`import torchvision` dies
+    beside torch 2.13.0+cpu: operator torchvision::nms does not exist), so timm goes in with
+    --no-deps plus its pure-Python deps; `libs` says what imports and why not."""
+    import fcntl
+    from pathlib import Path
+
+    lock = Path(torch_python).parent.parent.parent / ".lock"  # the root conftest's cache lock
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        libs = _model_libs_probe(torch_python)
+        torch_version = libs.get("torch", "")
+        if any(libs.get(n, {}).get("version") != v for n, v in MODEL_LIBS.items()):
+            cons = tmp_path_factory.mktemp("constraints") / "torch.txt"
+            cons.write_text(f"torch=={torch_version.split('+')[0]}\n")
+            pip = [torch_python, "-m", "pip", "install", "-q", "-c", str(cons)]
+            r = subprocess.run([*pip, f"transformers=={MODEL_LIBS['transformers']}",
+                                "safetensors", "pyyaml", "huggingface_hub"],
+                               capture_output=True, text=True, timeout=1800)
+            if r.returncode == 0:
+                r = subprocess.run([*pip, "--no-deps", f"timm=={MODEL_LIBS['timm']}"],
+                                   capture_output=True, text=True, timeout=600)
+            libs = _model_libs_probe(torch_python)
+            if r.returncode != 0 and "version" not in libs.get("transformers", {}):
+                pytest.skip(f"cannot install transformers into the torch venv: "
+                            f"{r.stderr[-500:]}")
+        assert libs.get("torch") == torch_version, "installing the model libraries changed torch"
+    return torch_python, libs
+
+
+def need_lib(models_python, name: str) -> str:
+    """The interpreter, or a skip that says why `name` does not import there."""
+    py, libs = models_python
+    got = libs.get(name, {})
+    if "version" not in got:
+        pytest.skip(f"{name} does not import in the torch venv: {got.get('error', 'absent')}")
+    return py

@@ -235,9 +235,7 @@ EXPECT = checks.Context(python_flag="/venv/bin/python", expect_efa=True)
 
 
 @pytest.mark.parametrize("efa, container, words", [
-    (EfaFacts(), None, "no EFA devices"),
     (EfaFacts(("rdmap0s0",), ()), None, "no /dev/infiniband/uverbs"),
-    (EfaFacts(("rdmap0s0",), ()), DOCKER, "EFA was not passed in"),
     (EfaFacts(("rdmap0s0",), ("uverbs0",), "/opt/amazon/efa/bin/fi_info", 0), None,
      "no efa provider"),
 ])

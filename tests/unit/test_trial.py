@@ -73,6 +73,35 @@ def test_advice_pads_close_shapes_and_reports_failed_or_cached_ones():
     assert st == "fail" and "1 of 2 shapes failed (4x4: E: no)" in summary
 
 
+def test_buckets_round_only_the_dimensions_that_vary():
+    """resnet10t at batch 3 and 5: the batch varies, the 3 RGB channels and 30x30 do not."""
+    rows = [dict(ROWS[0], shape=[3, 3, 30, 30]), dict(ROWS[1], shape=[5, 3, 30, 30])]
+    _, summary, adv = advice.shapes({"rows": rows}, "pass")
+    assert adv["varying_dims"] == [0]
+    assert adv["buckets"] == [[4, 3, 30, 30], [8, 3, 30, 30]]  # never 3 -> 4 channels
+    assert "power-of-two buckets would not reduce the 2 graphs" in summary
+
+
+def test_advice_follows_the_actual_failure():
+    crash = advice.fix("eager", "fail", {"crashed": True}, OPTS)
+    assert "crashes on the device" in crash and "--rtol" not in crash
+    out = advice.fix("eager", "fail", {"mismatches": [{"tensor": "output"}],
+                                       "first_divergence": {"module": "enc.1", "module_type":
+                                                            "Linear"}}, OPTS)
+    assert out.startswith("start at module enc.1 (Linear)") and "--rtol" not in out
+    grads = advice.fix("eager", "fail", {"mismatches": [{"tensor": "grad.w"}],
+                                         "tolerance_used": 3.0}, OPTS)
+    assert "looser --rtol/--atol may be right" in grads
+    tracing = advice.fix("compile", "fail", {"phase": "tracing", "user_frame": "m.py:3 `f(x)`",
+                                             "root_cause": "RuntimeError: no fake impl"}, OPTS)
+    assert "aot_eager" not in tracing and "m.py:3" in tracing and "no fake impl" in tracing
+    backend = advice.fix("compile", "fail", {"phase": "backend", "aot_eager_helps": True}, OPTS)
+    assert "--compile-backend aot_eager" in backend
+    eager_sweep = advice.shapes({"rows": [{"shape": [2, 8], "steady_s": 0.1}], "mode": "eager",
+                                 "eager_summary": "2 shapes ran in EAGER mode"}, "warn")
+    assert eager_sweep == ("warn", "2 shapes ran in EAGER mode", {})
+
+
 class Finished:
     """Stands for proc.Running: the subprocess already finished with this outcome."""
 
@@ -150,6 +179,7 @@ def test_the_builtins_neuron_env_accepts_are_the_ones_the_inside_script_builds()
     spec = importlib.util.spec_from_file_location("inside_trial", script("trial.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # stdlib only at import time: torch comes in main()
-    assert set(mod.BUILTINS) == set(BUILTINS)
+    # the built-ins live in _trial_models.py beside it (the script split along its steps)
+    assert set(mod.load_model.__globals__["BUILTINS"]) == set(BUILTINS)
     with pytest.raises(UsageError, match="no built-in workload 'resnet'"):
         validate(TrialOptions(model="builtin:resnet"))

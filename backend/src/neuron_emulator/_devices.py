@@ -29,8 +29,9 @@ def _parse_cores(text: str) -> list[int]:
 
 
 # instance type -> (Neuron devices, physical NeuronCores per device, default LNC), from AWS's
-# Trn1/Trn2 instance pages as docs/emulator.md ("Default machine") gives them: trn2.3xlarge's single device is
-# AWS's figure as moto and the instance listings give it (the docs do not confirm it); trn3
+# Trn1/Trn2 instance pages as docs/emulator.md ("Default machine") gives them: trn2.3xlarge's
+# single device is AWS's figure as moto and the instance listings give it (the docs do not
+# confirm it); trn3
 # sizes are not published, so a trn3 type is not guessed at (the default machine is used).
 INSTANCE_TYPES = {
     "trn1.2xlarge": (1, 2, 1),
