@@ -128,7 +128,8 @@ def wheelhouse(tmp_path_factory):
 
 
 # -- real model libraries in the torch venv (trial on Hugging Face / timm models) ---------------
-MODEL_LIBS = {"transformers": "5.25.0", "timm": "1.0.31"}  # pinned: the tests' tiny configs
+MODEL_LIBS = {"transformers": "5.25.0", "timm": "1.0.31"}  # pinned (transformers: conftest.py's
+# TRANSFORMERS, installed by hf_python); the tests build tiny configs in code
 
 
 def _model_libs_probe(py: str) -> dict:
@@ -146,36 +147,27 @@ def _model_libs_probe(py: str) -> dict:
 
 
 @pytest.fixture(scope="session")
-def models_python(torch_python, tmp_path_factory):
-    """torch_python with transformers and timm (pinned) installed ONCE under the cache lock,
-    never another torch: a constraints file holds torch at the venv's own version. timm needs
-    torchvision, and PyPI's torchvision is built against CUDA torch (`import torchvision` dies
-    beside torch 2.13.0+cpu: operator torchvision::nms does not exist), so timm goes in with
-    --no-deps plus its pure-Python deps; `libs` says what imports and why not."""
+def models_python(hf_python):
+    """hf_python (transformers, pinned, installed once by the root conftest) with timm added
+    ONCE under the same cache lock. timm needs torchvision, and PyPI's torchvision is built
+    against CUDA torch (`import torchvision` dies beside torch 2.13.0+cpu: operator
+    torchvision::nms does not exist), so timm goes in with --no-deps; `libs` says what imports
+    and why not."""
     import fcntl
     from pathlib import Path
 
-    lock = Path(torch_python).parent.parent.parent / ".lock"  # the root conftest's cache lock
+    lock = Path(hf_python).parent.parent.parent / ".lock"  # the root conftest's cache lock
     with open(lock, "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        libs = _model_libs_probe(torch_python)
+        libs = _model_libs_probe(hf_python)
         torch_version = libs.get("torch", "")
-        if any(libs.get(n, {}).get("version") != v for n, v in MODEL_LIBS.items()):
-            cons = tmp_path_factory.mktemp("constraints") / "torch.txt"
-            cons.write_text(f"torch=={torch_version.split('+')[0]}\n")
-            pip = [torch_python, "-m", "pip", "install", "-q", "-c", str(cons)]
-            r = subprocess.run([*pip, f"transformers=={MODEL_LIBS['transformers']}",
-                                "safetensors", "pyyaml", "huggingface_hub"],
-                               capture_output=True, text=True, timeout=1800)
-            if r.returncode == 0:
-                r = subprocess.run([*pip, "--no-deps", f"timm=={MODEL_LIBS['timm']}"],
-                                   capture_output=True, text=True, timeout=600)
-            libs = _model_libs_probe(torch_python)
-            if r.returncode != 0 and "version" not in libs.get("transformers", {}):
-                pytest.skip(f"cannot install transformers into the torch venv: "
-                            f"{r.stderr[-500:]}")
+        if libs.get("timm", {}).get("version") != MODEL_LIBS["timm"]:
+            subprocess.run([hf_python, "-m", "pip", "install", "-q", "--no-deps",
+                            f"timm=={MODEL_LIBS['timm']}"], capture_output=True, text=True,
+                           timeout=600)
+            libs = _model_libs_probe(hf_python)
         assert libs.get("torch") == torch_version, "installing the model libraries changed torch"
-    return torch_python, libs
+    return hf_python, libs
 
 
 def need_lib(models_python, name: str) -> str:
