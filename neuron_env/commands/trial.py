@@ -34,8 +34,10 @@ def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None)
 def distributed(python: str | None, opts: TrialOptions, dist_opts, cost_opts) -> Report:
     """`--world-size N`: the distributed trial (trial/distributed.py, trial/dist_command.py)."""
     from neuron_env.trial import dist_command
+    from neuron_env.trial.distributed import validate as validate_dist
 
     validate(opts)
+    validate_dist(opts, dist_opts)
     path, by = resolve_target(python)
     return dist_command.run(path, by, opts, dist_opts, cost_opts)
 

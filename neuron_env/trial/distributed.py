@@ -293,7 +293,7 @@ def _launch_failed(r: DistRun, timeout: float) -> Result:
                   fix="a rank that never enters a collective is stuck before it (its device, "
                       "a compile, the model's own code); one waiting inside waits for that "
                       "peer; a rendezvous that never completes: the port or the address",
-                  details={"stage": "launch", "port": r.port, "ranks": [
+                  details={"stage": "launch", "port": r.port, "processes": [
                       {"rank": s.rank, "step": s.last, "inside_collective": s.inside,
                        "returncode": s.returncode, "killed": s.killed,
                        "error": (s.error or "")[-800:] or None} for s in ranks],
