@@ -56,6 +56,9 @@ def trial(
     print_launch: Launcher = typer.Option(None, "--print-launch",
                                           help="With --world-size: print the commands for a "
                                                "real cluster and exit."),
+    collect: str = typer.Option(None, "--collect", metavar="RUN_DIR",
+                                help="With --world-size: the verdict of a run launched with "
+                                     "--print-launch's commands, from its RUN_DIR."),
     price_per_hour: float = typer.Option(None, "--price-per-hour", metavar="USD",
                                          help="The instance's hourly price, for the cost."),
     instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE",
@@ -94,7 +97,7 @@ def trial(
                 return cmd.distributed_launch(python, opts, d, print_launch.value)
             return cmd.distributed(python, opts, d, CostOptions(
                 price_per_hour=price_per_hour, instance_type=instance_type, region=region,
-                aws=aws))
+                aws=aws, collect=collect))
         from neuron_env.commands.trial import start
 
         started = start(python, opts)  # the target imports torch while we import the rest

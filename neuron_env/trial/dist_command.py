@@ -28,6 +28,7 @@ class CostOptions:
     instance_type: str | None = None
     region: str | None = None
     aws: bool = False
+    collect: str | None = None  # a RUN_DIR of a run launched with --print-launch's commands
 
 
 def read_baseline(path: str) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
     baseline = read_baseline(o.baseline) if o.baseline else None
     price = choose(c.price_per_hour, c.instance_type, c.region, c.aws)
     backend = dist.BACKENDS[o.device]
-    r = dist.run(python, o, d)
+    r = dist.collect(c.collect, d) if c.collect else dist.run(python, o, d)
     main = dist.verdict(r, d, o.timeout, backend)
     emulated = bool((r.reference or {}).get("emulated"))
     if emulated:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuron_env.collectives.launch import EFA_ENV, RDZV_PORT
+from neuron_env.collectives.launch import COMM_ID_PORT, EFA_ENV, RDZV_PORT
 from neuron_env.collectives.runner import _supervise, free_port, rank_env
 from neuron_env.errors import UsageError
 from neuron_env.inside import script
@@ -123,9 +123,13 @@ def _state(run_dir: Path, rank: int, returncode: int | None = None,
                      returncode, killed)
 
 
-def _env(extra: dict[str, str], run_dir: str) -> dict[str, str]:
+def _env(extra: dict[str, str], run_dir: str, world: int) -> dict[str, str]:
+    """The target's environment; every process (the reference too: it times one rank's share)
+    gets one rank's share of the host's cores, as torchrun gives its workers, unless the user
+    chose OMP_NUM_THREADS."""
     env = dict(inside_env(), **extra)
     env[TOKEN] = run_dir
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // world)))
     return env
 
 
@@ -136,7 +140,7 @@ def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
     try:
         argv = [python, str(script("trial_dist.py")),
                 json.dumps(payload(o, d, run_dir, "reference"))]
-        ref = proc.run(argv, timeout=o.timeout, env=_env({}, run_dir))
+        ref = proc.run(argv, timeout=o.timeout, env=_env({}, run_dir, d.world_size))
         rs = _state(Path(run_dir), -1, ref.returncode, ref.timed_out)
         if rs.doc is None:
             return DistRun(None, (rs,), time.monotonic() - t0, timed_out=ref.timed_out,
@@ -155,6 +159,21 @@ def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def collect(run_dir: str, d: DistOptions) -> DistRun:
+    """`--collect RUN_DIR`: the verdict of a run launched elsewhere (--print-launch's commands)
+    from the files its reference and ranks left in RUN_DIR."""
+    path = Path(run_dir)
+    if not (path / "reference.json").is_file():
+        raise UsageError(f"--collect {run_dir}: no reference.json (run step 1 of "
+                         "--print-launch's commands first)")
+    ref = _state(path, -1)
+    states = tuple(_state(path, r) for r in range(d.world_size))
+    died = next((s.rank for s in states if s.error), None)
+    missing = [s for s in states if s.doc is None]
+    return DistRun(ref.doc, states, 0.0, timed_out=bool(missing) and died is None, died=died,
+                   info={"launcher": f"collected from {run_dir}"})
+
+
 def _port() -> int:
     return int(os.environ[PORT_VAR]) if os.environ.get(PORT_VAR) else free_port()
 
@@ -162,7 +181,7 @@ def _port() -> int:
 def _local(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: float) -> DistRun:
     port, n = _port(), d.world_size
     argv = [python, str(script("trial_dist.py")), json.dumps(payload(o, d, run_dir, "rank"))]
-    runs = [proc.spawn(argv, timeout=left, env=_env(rank_env(r, n, port), run_dir))
+    runs = [proc.spawn(argv, timeout=left, env=_env(rank_env(r, n, port), run_dir, n))
             for r in range(n)]
     order: list[tuple[int, ...]] = []
     died = _supervise(runs, time.monotonic() + left, order)
@@ -194,7 +213,8 @@ def _agents(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: fl
             json.dumps(payload(o, d, run_dir, "rank"))]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE",
                                                              "MASTER_ADDR", "MASTER_PORT")}
-    agents = [proc.spawn(argv, timeout=left, env=_env(env, run_dir)) for _ in range(d.nnodes)]
+    agents = [proc.spawn(argv, timeout=left, env=_env(env, run_dir, d.world_size))
+              for _ in range(d.nnodes)]
     order: list[tuple[int, ...]] = []
     failed = _supervise(agents, time.monotonic() + left, order)
     if failed is not None or any(a.proc is not None and a.proc.poll() is None for a in agents):
@@ -411,18 +431,21 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
     head = [f"# neuron-env trial {o.model} --world-size {d.world_size} --strategy {d.strategy}"
             f" on {d.nnodes} node(s)", f": {rd}",
             "# 1. once, on one node: the one-process reference (the whole batch)", ref]
-    tail = ["# 3. each rank leaves rank<R>.json (its verdict) in $RUN_DIR; a rank that died "
-            "leaves rank<R>.error", ""]
+    tail = ["# 3. anywhere that reads $RUN_DIR: the verdict (each rank left rank<R>.json)",
+            f"neuron-env trial {shlex.quote(o.model)} --world-size {d.world_size} --strategy "
+            f"{d.strategy} --nnodes {d.nnodes} --device {o.device} --collect \"$RUN_DIR\"", ""]
     if kind == "torchrun":
         hd = "${HEAD_ADDR:?the first node's address}"
         line = shlex.join(agent_argv(python, d, "@HEAD@", "neuron-env-trial")).replace(
             "@HEAD@", f"{hd}:{RDZV_PORT}")
         return "\n".join([*head, "# 2. on each node (the same line; c10d assigns the ranks)",
-                          *efa, f"{line} {rank}", *tail])
+                          f"export NEURON_RT_ROOT_COMM_ID={hd}:{COMM_ID_PORT}", *efa,
+                          f"{line} {rank}", *tail])
     return "\n".join(["#!/bin/bash", f"#SBATCH --nodes={d.nnodes}",
                       f"#SBATCH --ntasks-per-node={d.world_size // d.nnodes}",
                       "#SBATCH --exclusive", *head[1:],
                       'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
-                      '| head -n 1)', f"export MASTER_PORT={RDZV_PORT}", *efa,
+                      '| head -n 1)', f"export MASTER_PORT={RDZV_PORT}",
+                      f"export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:{COMM_ID_PORT}", *efa,
                       "# 2. every rank (the rank script reads SLURM_PROCID/SLURM_NTASKS)",
                       f"srun --kill-on-bad-exit=1 {python} {rank}", *tail])
