@@ -435,7 +435,7 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
             f"neuron-env trial {shlex.quote(o.model)} --world-size {d.world_size} --strategy "
             f"{d.strategy} --nnodes {d.nnodes} --device {o.device} --collect \"$RUN_DIR\"", ""]
     if kind == "torchrun":
-        hd = "${HEAD_ADDR:?the first node's address}"
+        hd = "${HEAD_ADDR:?the address of the first node}"
         line = shlex.join(agent_argv(python, d, "@HEAD@", "neuron-env-trial")).replace(
             "@HEAD@", f"{hd}:{RDZV_PORT}")
         return "\n".join([*head, "# 2. on each node (the same line; c10d assigns the ranks)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 
 import jsonschema
 import pytest
@@ -209,3 +210,28 @@ def test_bad_distributed_input_is_a_usage_error():
     p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--dtype", "bfloat16",
                 "--python", "/nonexistent/python")
     assert p.returncode == 2 and "compares float32 steps" in p.stderr + p.stdout
+
+
+def test_the_printed_torchrun_commands_run_and_collect(torch_python, tmp_path):
+    """--print-launch torchrun's lines, run as printed (one node, loopback, a free port), then
+    --collect RUN_DIR gives the verdict."""
+    p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--nnodes", "1", "--device", "cpu",
+                "--print-launch", "torchrun", "--python", torch_python)
+    assert p.returncode == 0, p.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = p.stdout.replace(":29500 ", f":{port} ")
+    script = script[:script.index("# 3.")]  # the verdict: below, through run_cli
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    tok = procs.token("trial-dist-printed")
+    env = cli_env(RUN_DIR=str(run_dir), HEAD_ADDR="127.0.0.1", **{procs.VAR: tok})
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _doc, r = trial(torch_python, "builtin:mlp", "--world-size", "2", "--device", "cpu",
+                    "--collect", str(run_dir))
+    d = r["trial.distributed"]
+    assert d["status"] == "pass" and d["details"]["launcher"].startswith("collected from"), d
+    assert procs.with_token(tok) == []
