@@ -8,7 +8,8 @@ reference: a rank-free run, so a rank-dependent model cannot fool it; one SGD st
 one rank's per-rank-batch steady state timed), then 2 DDP ranks (gloo on the CPU, the `neuron`
 backend on the device) on a free loopback port, each comparing its shard's output, the
 all-reduced loss and every parameter after the step with the reference, then 10 synchronised
-steady-state steps. Medians of RUNS runs (after one warm-up run each).
+steady-state steps; every process gets one rank's share of the cores (OMP_NUM_THREADS), as
+neuron-env and torchrun give. Medians of RUNS runs (after one warm-up run each).
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ BARE = ("import os, socket, subprocess, sys, tempfile\n"
         "RANK = " + repr(RANK).replace("{", "{{").replace("}", "}}") + "\n"
         "dev = {device!r}\n" + r'''
 tmp = tempfile.mkdtemp()
+threads = str(max(1, (os.cpu_count() or 1) // 2))  # one rank's share, as torchrun gives
+os.environ.setdefault("OMP_NUM_THREADS", threads)
 open(os.path.join(tmp, "ref.py"), "w").write(REF)
 open(os.path.join(tmp, "rank.py"), "w").write(RANK)
 refpt = os.path.join(tmp, "ref.pt")

@@ -339,19 +339,9 @@ def throughput(ref: dict, ranks: list[dict], world: int) -> dict[str, Any]:
             "emulated": bool(ref.get("emulated"))}
 
 
-def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
-    docs = [s.doc for s in r.ranks if s.doc]
-    ref = r.reference or {}
-    per_rank = [{"rank": x["rank"], "host": x.get("host"), "first_step_s": x["first_step_s"],
-                 "step_s": x["step_s"], "shard": x["shard"]} for x in docs]
-    thr = throughput(ref, docs, d.world_size)
-    details: dict[str, Any] = {
-        "world_size": d.world_size, "strategy": d.strategy, "nnodes": d.nnodes,
-        "backend": backend, "steps": len(docs[0]["losses"]), "ranks": per_rank,
-        "throughput": thr, "tensors": docs[0]["params_checked"], **r.info}
-    tag = " [EMULATED]" if thr["emulated"] else ""
-    where = f"{d.world_size} ranks ({d.strategy}, {backend}" + (
-        f", {d.nnodes} torchrun agents" if d.nnodes > 1 else "") + ")"
+def _rank_dependent(docs: list[dict], where: str, tag: str,
+                    details: dict[str, Any]) -> Result | None:
+    """A rank whose initial parameters or shard output differ from the one-process run."""
     init = [(x["rank"], row) for x in docs for row in x["initial"]]
     if init:
         ranks = sorted({rk for rk, _ in init})
@@ -367,7 +357,7 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
     bad_out = [(rk, row) for rk, row in outs if not row["ok"]]
     if bad_out:
         ranks = sorted({rk for rk, _ in bad_out})
-        first_phase = min(bad_out, key=lambda x: x[1]["phase"])[1]["phase"]
+        first_phase = min(bad_out, key=lambda x: int(x[1]["phase"].split()[-1]))[1]["phase"]
         rk, row = next(x for x in bad_out if x[1]["phase"] == first_phase)
         details["worst"] = dict(row, rank=rk)
         ok = sorted({x["rank"] for x in docs} - set(ranks))
@@ -380,6 +370,25 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
                         "randomness in forward)" + tag, details=details,
                       fix="make forward independent of the rank and seed any randomness; "
                           "details.worst names the step")
+    return None
+
+
+def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
+    docs = [s.doc for s in r.ranks if s.doc]
+    ref = r.reference or {}
+    per_rank = [{"rank": x["rank"], "host": x.get("host"), "first_step_s": x["first_step_s"],
+                 "step_s": x["step_s"], "shard": x["shard"]} for x in docs]
+    thr = throughput(ref, docs, d.world_size)
+    details: dict[str, Any] = {
+        "world_size": d.world_size, "strategy": d.strategy, "nnodes": d.nnodes,
+        "backend": backend, "steps": len(docs[0]["losses"]), "ranks": per_rank,
+        "throughput": thr, "tensors": docs[0]["params_checked"], **r.info}
+    tag = " [EMULATED]" if thr["emulated"] else ""
+    where = f"{d.world_size} ranks ({d.strategy}, {backend}" + (
+        f", {d.nnodes} torchrun agents" if d.nnodes > 1 else "") + ")"
+    dependent = _rank_dependent(docs, where, tag, details)
+    if dependent is not None:
+        return dependent
     losses = [(x["rank"], row) for x in docs for row in x["losses"]]
     params = [(x["rank"], x["worst_param"]) for x in docs if x.get("worst_param")]
     worst = _worst(losses + params)
