@@ -59,11 +59,11 @@ opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
 xs, ys = x[sl].to(d), y[sl].to(d)
 out = ddp(xs); loss = nn.functional.cross_entropy(out, ys); loss.backward()
 opt.step(); opt.zero_grad()
-torch.testing.assert_close(out.detach().cpu(), ref["out"][sl], rtol=1e-4, atol=1e-5)
+assert torch.allclose(out.detach().cpu(), ref["out"][sl], rtol=1e-4, atol=1e-5)
 g = loss.detach().reshape(1).clone(); dist.all_reduce(g)
-torch.testing.assert_close(g.cpu() / world, torch.tensor([ref["loss"]]), rtol=1e-4, atol=1e-5)
+assert torch.allclose(g.cpu() / world, torch.tensor([ref["loss"]]), rtol=1e-4, atol=1e-5)
 for n, p in model.named_parameters():
-    torch.testing.assert_close(p.detach().cpu(), ref["final"][n], rtol=1e-4, atol=1e-5)
+    assert torch.allclose(p.detach().cpu(), ref["final"][n], rtol=1e-4, atol=1e-5), n
 ts = []
 for _ in range(11):
     t0 = time.perf_counter()
