@@ -8,6 +8,8 @@ Dtype = choices("Dtype", "float32", "bfloat16")
 
 
 TrialFmt = choices("TrialFmt", "text", "json", "junit", "markdown")
+Strategy = choices("Strategy", "ddp", "fsdp2")
+Launcher = choices("Launcher", "torchrun", "srun")
 
 
 @app.command()
@@ -47,6 +49,29 @@ def trial(
     seed: int = typer.Option(0, "--seed", help="Seed for weights and inputs."),
     timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", callback=seconds,
                                   help="Hard limit for the whole run."),
+    world_size: int = typer.Option(None, "--world-size", metavar="N",
+                                   help="Distributed trial: N ranks, each its shard of the "
+                                        "batch, checked against one process."),
+    strategy: Strategy = typer.Option(Strategy.ddp, "--strategy",
+                                      help="With --world-size: DDP or FSDP2 (fully_shard)."),
+    nnodes: int = typer.Option(1, "--nnodes", metavar="M",
+                               help="With --world-size: M torchrun agents on this host (c10d "
+                                    "rendezvous on loopback), a multi-node rehearsal."),
+    print_launch: Launcher = typer.Option(None, "--print-launch",
+                                          help="With --world-size: print the commands for a "
+                                               "real cluster and exit."),
+    collect: str = typer.Option(None, "--collect", metavar="RUN_DIR",
+                                help="With --world-size: the verdict of a run launched with "
+                                     "--print-launch's commands, from its RUN_DIR."),
+    price_per_hour: float = typer.Option(None, "--price-per-hour", metavar="USD",
+                                         help="The instance's hourly price, for the cost."),
+    instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE",
+                                      help="The instance type whose price the cost uses "
+                                           "(default: this host's)."),
+    region: str = typer.Option(None, "--region", metavar="REGION",
+                               help="The price's region (default: environment, IMDS, "
+                                    "us-east-1)."),
+    aws: bool = typer.Option(False, "--aws", help="Price from the AWS Pricing API (boto3)."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:
@@ -67,6 +92,17 @@ def trial(
             batch_sizes=parse_sizes(batch_sizes), save_baseline=save_baseline,
             baseline=baseline, no_fallback=no_fallback, seed=seed, timeout=timeout,
             inference=inference, generate=generate)
+        if world_size is not None or print_launch is not None:
+            from neuron_env.commands import trial as cmd
+            from neuron_env.trial.dist_command import CostOptions
+            from neuron_env.trial.distributed import DistOptions
+
+            d = DistOptions(world_size=world_size or 2, strategy=strategy.value, nnodes=nnodes)
+            if print_launch is not None:
+                return cmd.distributed_launch(python, opts, d, print_launch.value)
+            return cmd.distributed(python, opts, d, CostOptions(
+                price_per_hour=price_per_hour, instance_type=instance_type, region=region,
+                aws=aws, collect=collect))
         from neuron_env.commands.trial import start
 
         started = start(python, opts)  # the target imports torch while we import the rest

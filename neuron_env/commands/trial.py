@@ -29,3 +29,26 @@ def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None)
                   exit_code=exit_code(tr.results),
                   extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
                   view=views.render_text, markdown=views.render_markdown)
+
+
+def distributed(python: str | None, opts: TrialOptions, dist_opts, cost_opts) -> Report:
+    """`--world-size N`: the distributed trial (trial/distributed.py, trial/dist_command.py)."""
+    from neuron_env.trial import dist_command
+    from neuron_env.trial.distributed import validate as validate_dist
+
+    validate(opts)
+    validate_dist(opts, dist_opts)
+    path, by = resolve_target(python)
+    return dist_command.run(path, by, opts, dist_opts, cost_opts)
+
+
+def distributed_launch(python: str | None, opts: TrialOptions, dist_opts, kind: str):
+    """`--world-size N --print-launch torchrun|srun`: the commands for a real cluster."""
+    from neuron_env.report.envelope import envelope
+    from neuron_env.report.model import Document
+    from neuron_env.trial.distributed import launch_script
+
+    validate(opts)
+    script = launch_script(kind, python or "python3", opts, dist_opts)
+    return Document(envelope("neuron-env.collectives-launch/1", 0, launcher=kind,
+                             nodes=dist_opts.nnodes, script=script), lambda b: b["script"])

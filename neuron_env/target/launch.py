@@ -119,3 +119,17 @@ def run_code(python: str, code: str, *, timeout: float) -> proc.Completed:
     `-c` puts on sys.path, is the private directory): the collectives' device count."""
     return proc.run([interpreter(python), "-c", code], timeout=timeout, env=target_env(),
                     cwd=workdir())
+
+
+def script_path(name: str) -> str:
+    """Where inside/NAME lives (for commands printed for a real cluster: --print-launch)."""
+    return str(script(name))
+
+
+def spawn_module(python: str, module: str, args: Sequence[str], *, timeout: float,
+                 env: Mapping[str, str] | None = None, keep_cwd: bool = False) -> proc.Running:
+    """WORKLOAD mode `python -m MODULE ARGS` (trial's torchrun agents, which start inside/
+    scripts named in ARGS: see script_path)."""
+    return proc.spawn(list(module_argv(python, module, *args)), timeout=timeout,
+                      env=dict(env) if env is not None else target_env(),
+                      cwd=None if keep_cwd else workdir())

@@ -1,8 +1,8 @@
 """How many emulated devices there are, which one is current, and device-index checks.
 
 The emulated machine is the smallest real one a user would rehearse for: the instance type in
-NEURON_EMULATOR_INSTANCE_TYPE (neuron-env sets it from --instance-type or the instance's own
-metadata) when it is a known Trainium type, else a trn2.3xlarge (one Trainium2). Its logical
+NEURON_EMULATOR_INSTANCE_TYPE (set it to the instance you rehearse for; neuron-env does not
+set it for you yet) when it is a known Trainium type, else a trn2.3xlarge (one Trainium2). Its logical
 NeuronCores are the physical cores divided by the LNC (NEURON_LOGICAL_NC_CONFIG, default 2 on
 Trainium2/3, 1 on Trainium1): 4 on a trn2.3xlarge, 64 on a trn2.48xlarge.
 NEURON_EMULATOR_DEVICES=N overrides the count. NEURON_RT_VISIBLE_CORES ("0-3", "1,5", "2") then

@@ -1,0 +1,114 @@
+"""Which hourly price a run's cost uses: --price-per-hour, else the price table (bundled data,
+each entry with its source and date), or the AWS Pricing API with --aws. The instance type is
+--instance-type or the host's (as doctor finds it: DMI, then IMDS); the region --region, the
+environment (AWS_REGION, AWS_DEFAULT_REGION), IMDS on EC2, else us-east-1."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuron_env.errors import AwsError, UsageError
+
+TABLE = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
+DEFAULT_REGION = "us-east-1"
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float | None
+    instance_type: str | None
+    region: str
+    source: str  # "flag", "table", "aws", "none"
+    reference: str | None = None  # the table entry's source URL (and date), the API used
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"usd_per_hour": self.usd_per_hour, "instance_type": self.instance_type,
+                "region": self.region, "source": self.source, "reference": self.reference,
+                "note": self.note}
+
+
+def load_table(path: Path = TABLE) -> list[dict[str, Any]]:
+    from neuron_env.matrix.loader import toml
+
+    doc = toml().loads(path.read_text(encoding="utf-8"))
+    rows = doc.get("price") or []
+    for r in rows:
+        if not r.get("instance_type") or not r.get("region") or not r.get("source") or \
+                not r.get("date"):
+            raise ValueError(f"{path}: every [[price]] needs instance_type, region, source, "
+                             f"date: {r}")
+    return rows
+
+
+def lookup(instance_type: str, region: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((r for r in rows if r["instance_type"] == instance_type and
+                 r["region"] == region), None)
+
+
+def host_instance_type() -> tuple[str | None, str | None]:
+    """(type, where): as doctor finds it (DMI first; IMDS only on EC2 or a set endpoint)."""
+    from neuron_env.probes.host import make_root
+    from neuron_env.probes.instance import probe_instance
+
+    facts = probe_instance(make_root(None), None)
+    return facts.type, facts.source
+
+
+def host_region(flag: str | None, on_ec2: bool) -> tuple[str, str]:
+    if flag:
+        if not _REGION.match(flag):
+            raise UsageError(f"--region {flag!r}: not a region name like us-east-1")
+        return flag, "flag"
+    env = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if env:
+        return env, "environment"
+    if on_ec2:
+        from neuron_env.probes import imds
+
+        ans = imds.query("placement/region", 1.0, check=_REGION)
+        if ans.value:
+            return ans.value, "imds"
+    return DEFAULT_REGION, "default"
+
+
+def choose(price_per_hour: float | None, instance_type: str | None, region: str | None,
+           use_aws: bool) -> Price:
+    if price_per_hour is not None:
+        if price_per_hour < 0:
+            raise UsageError("--price-per-hour must not be negative")
+        return Price(price_per_hour, instance_type, region or DEFAULT_REGION, "flag",
+                     note="from --price-per-hour")
+    where: str | None = "flag"
+    if not instance_type:
+        instance_type, where = host_instance_type()
+    reg, reg_from = host_region(region, where in ("dmi", "imds"))
+    if not instance_type:
+        return Price(None, None, reg, "none", note="no instance type: not an EC2 host and no "
+                     "--instance-type (give --price-per-hour X, or --instance-type T)")
+    instance_type = instance_type.lower()
+    if use_aws:
+        from neuron_env.aws.pricing import on_demand
+
+        try:
+            usd, ref = on_demand(instance_type, reg)
+        except AwsError as e:
+            return Price(None, instance_type, reg, "aws", note=f"AWS Pricing API: {e}")
+        return Price(usd, instance_type, reg, "aws", reference=ref,
+                     note=f"live on-demand price (region from {reg_from})")
+    row = lookup(instance_type, reg, load_table())
+    if row is None:
+        return Price(None, instance_type, reg, "table", note=f"{instance_type} in {reg} is not "
+                     f"in the price table ({TABLE.name}): give --price-per-hour X or --aws")
+    if row.get("usd_per_hour") is None:
+        return Price(None, instance_type, reg, "table", reference=row["source"],
+                     note=f"the price table has no sourced price for {instance_type} in {reg}: "
+                          "give --price-per-hour X or --aws")
+    return Price(float(row["usd_per_hour"]), instance_type, reg, "table",
+                 reference=f"{row['source']} ({row['date']})",
+                 note=f"price table, region from {reg_from}")

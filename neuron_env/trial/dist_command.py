@@ -1,0 +1,216 @@
+"""`trial MODEL --world-size N`: the distributed trial's Report (`trial.distributed`, and
+`trial.cost` with the price it used and, with --baseline, the side-by-side comparison), its
+text and Markdown views, and the cost baseline file (--save-baseline)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from neuron_env.cost import maths
+from neuron_env.cost.prices import Price, choose
+from neuron_env.errors import UsageError
+from neuron_env.report.model import Report, Result, exit_code
+from neuron_env.trial import distributed as dist
+from neuron_env.trial.options import TrialOptions
+
+SCHEMA = "neuron-env.trial/1"
+BASELINE_SCHEMA = "neuron-env.trial-cost-baseline/1"
+REHEARSAL = ("REHEARSAL on the emulated device: CPU throughput and a price; not a Trainium "
+             "result")
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    price_per_hour: float | None = None
+    instance_type: str | None = None
+    region: str | None = None
+    aws: bool = False
+    collect: str | None = None  # a RUN_DIR of a run launched with --print-launch's commands
+
+
+def read_baseline(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--baseline {path}: not a JSON cost baseline ({e})",
+                         hint="save one with: neuron-env trial MODEL --world-size N "
+                              "--save-baseline FILE on the environment you use today") from None
+    if isinstance(doc, dict) and doc.get("schema") == SCHEMA:  # a whole trial JSON report
+        cost = next((r.get("details") or {} for r in doc.get("results", [])
+                     if r.get("id") == "trial.cost"), {})
+        doc = dict(cost.get("this") or {}, schema=BASELINE_SCHEMA)
+    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA or \
+            not doc.get("samples_per_s"):
+        raise UsageError(f"--baseline {path}: not a cost baseline from `trial --world-size`",
+                         hint="the one-process trial's tensor baselines are compared without "
+                              "--world-size")
+    return doc
+
+
+def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label: str,
+                baseline: dict[str, Any] | None) -> tuple[Result, dict[str, Any] | None]:
+    """(trial.cost, this run's cost figures for --save-baseline)."""
+    tag = f" [{REHEARSAL}]" if emulated else ""
+    if not thr or not thr.get("samples_per_s"):
+        return Result("trial.cost", "trial", "skip", "no steady-state throughput: the "
+                      "distributed trial did not finish", details={"price": price.as_dict()}), None
+    this = dict(maths.figures(price.usd_per_hour or 0.0, thr["samples_per_s"], thr["step_s"]),
+                label=label, emulated=emulated, instance_type=price.instance_type,
+                region=price.region, price_source=price.source)
+    if price.usd_per_hour is None:
+        this.update(usd_per_hour=None, usd_per_1000_samples=None, usd_per_step=None)
+    details: dict[str, Any] = {"price": price.as_dict(), "this": this, "rehearsal": emulated}
+    if baseline is not None:
+        ratios = maths.compare(this, baseline)
+        details.update(baseline=baseline, comparison=dict(
+            ratios, line=maths.verdict_line(this, baseline, ratios)))
+    if price.usd_per_hour is None:
+        line = f" {details['comparison']['line']}" if baseline is not None else ""
+        return Result("trial.cost", "trial", "skip", f"no price: {price.note}{line}{tag}",
+                      details=details, fix="give --price-per-hour X, --instance-type T "
+                      "(the price table) or --aws (the AWS Pricing API)"), this
+    summary = (f"${this['usd_per_1000_samples']:.4g} per 1,000 samples, "
+               f"${this['usd_per_step']:.3g} per step at {thr['samples_per_s']:.1f} samples/s "
+               f"and ${price.usd_per_hour:g}/h ({price.instance_type or 'given price'}, "
+               f"{price.source}{': ' + price.reference if price.reference else ''})")
+    if baseline is not None:
+        summary += "; " + details["comparison"]["line"]
+    return Result("trial.cost", "trial", "pass", summary + tag, details=details,
+                  observed={"usd_per_1000_samples": this["usd_per_1000_samples"]}), this
+
+
+def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptions) -> Report:
+    dist.validate(o, d)
+    baseline = read_baseline(o.baseline) if o.baseline else None
+    price = choose(c.price_per_hour, c.instance_type, c.region, c.aws)
+    backend = dist.BACKENDS[o.device]
+    r = dist.collect(c.collect, d) if c.collect else dist.run(python, o, d)
+    main = dist.verdict(r, d, o.timeout, backend)
+    emulated = bool((r.reference or {}).get("emulated"))
+    if emulated:
+        main = _tag(main)
+    thr = (main.details or {}).get("throughput") if main.status == "pass" else None
+    label = f"{o.device} x{d.world_size} ({price.instance_type or 'this host'})"
+    cost, this = cost_result(thr, price, emulated, label, baseline)
+    if o.save_baseline and this is not None:
+        _save(o.save_baseline, dict(this, schema=BASELINE_SCHEMA, model=o.model,
+                                    device=o.device, world_size=d.world_size,
+                                    strategy=d.strategy))
+    results = (main, cost)
+    ref = r.reference or {}
+    target = {"interpreter": {"path": python, "chosen_by": by}, "model": o.model,
+              "device": o.device, "dtype": o.dtype, "autocast": False, "emulated": emulated,
+              "backend": {"torch": ref.get("torch")}, "world_size": d.world_size,
+              "strategy": d.strategy, "nnodes": d.nnodes, "process_group_backend": backend}
+    return Report(schema=SCHEMA, tool=_tool(), matrix=None, target=target, results=results,
+                  exit_code=exit_code(results),
+                  extra={"elapsed_s": round(r.elapsed, 3), "emulated": emulated},
+                  view=render_text, markdown=render_markdown)
+
+
+def _tool() -> dict[str, str]:
+    from neuron_env.commands import TOOL
+
+    return TOOL
+
+
+def _tag(res: Result) -> Result:
+    from neuron_env.util.record import replace
+
+    return replace(res, summary=f"[EMULATED] {res.summary}")
+
+
+def _save(path: str, doc: dict[str, Any]) -> None:
+    from neuron_env.util.atomic import write_atomic
+
+    write_atomic(os.path.abspath(path), json.dumps(doc, indent=2) + "\n")
+
+
+# -- views ----------------------------------------------------------------------------------------
+def _f(v: Any, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def rank_rows(rep: Report) -> list[list[str]]:
+    res = next((r for r in rep.results if r.id == "trial.distributed"), None)
+    ranks = ((res.details or {}).get("ranks") or []) if res else []
+    return [[str(x["rank"]), str(x.get("host") or "-"), f"{x['shard'][0]}:{x['shard'][1]}",
+             _f(x.get("first_step_s"), ".3f"), _f((x.get("step_s") or 0) * 1000, ".2f")]
+            for x in ranks]
+
+
+def cost_rows(rep: Report) -> list[list[str]]:
+    res = next((r for r in rep.results if r.id == "trial.cost"), None)
+    d = (res.details or {}) if res else {}
+    rows = []
+    for key in ("this", "baseline"):
+        x = d.get(key)
+        if x:
+            rows.append([str(x.get("label") or key), _f(x.get("samples_per_s"), ".1f"),
+                         _f(x.get("usd_per_hour"), "g"), _f(x.get("usd_per_1000_samples"), ".4g"),
+                         _f(x.get("usd_per_step"), ".3g"),
+                         "rehearsal (emulated)" if x.get("emulated") else "measured"])
+    cmp_ = d.get("comparison")
+    if cmp_:
+        rows.append(["ratio (this / baseline)", _f(cmp_.get("throughput_ratio"), ".2f"), "",
+                     _f(cmp_.get("cost_ratio"), ".2f"), "", ""])
+    return rows
+
+
+RANK_HEAD = ["rank", "host", "shard", "first step s", "steady step ms"]
+COST_HEAD = ["run", "samples/s", "$/h", "$ per 1,000 samples", "$ per step", "kind"]
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in [head, *rows]]
+
+
+def title(rep: Report) -> str:
+    t = rep.target
+    emu = " [EMULATED]" if t.get("emulated") else ""
+    return (f"trial {t.get('model')} on {t.get('device')}{emu}: {t.get('world_size')} ranks, "
+            f"{t.get('strategy')}" + (f", {t.get('nnodes')} torchrun agents"
+                                      if (t.get("nnodes") or 1) > 1 else ""))
+
+
+def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
+    from neuron_env.report import text
+
+    body = title(rep) + "\n" + text.render(rep, verbose=verbose, colour=colour)
+    head, _, verdict = body.rstrip("\n").rpartition("\n\n")
+    extra: list[str] = []
+    if rank_rows(rep):
+        extra += ["", "Ranks", *_table(RANK_HEAD, rank_rows(rep))]
+    if cost_rows(rep):
+        extra += ["", "Cost" + (f" ({REHEARSAL})" if rep.target.get("emulated") else ""),
+                  *_table(COST_HEAD, cost_rows(rep))]
+    return "\n".join([head, *extra, "", verdict]) + "\n"
+
+
+def _md(head: list[str], rows: list[list[str]]) -> list[str]:
+    def row(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return [row(head), "|" + "---|" * len(head), *(row(r) for r in rows)]
+
+
+def render_markdown(rep: Report, verbose: bool = False, colour: bool = False) -> str:
+    icons = {"pass": "✅", "warn": "⚠️", "fail": "❌", "skip": "➖", "error": "💥"}
+    lines = [f"## neuron-env {title(rep)}", "", f"**exit {rep.exit_code}**", ""]
+    lines += _md(["", "result", "summary"], [[icons[r.status], f"`{r.id}`", r.summary]
+                                            for r in rep.results])
+    if rank_rows(rep):
+        lines += ["", "### Ranks", "", *_md(RANK_HEAD, rank_rows(rep))]
+    if cost_rows(rep):
+        lines += ["", "### Cost", "", *_md(COST_HEAD, cost_rows(rep))]
+    fixes = [r for r in rep.results if r.fix and r.status in ("fail", "warn", "error")]
+    if fixes:
+        lines += ["", "### What to do", ""] + [f"- `{r.id}`: {r.fix}" for r in fixes]
+    if rep.target.get("emulated"):
+        lines += ["", f"_{REHEARSAL}: every op ran on the CPU._"]
+    return "\n".join(lines) + "\n"
