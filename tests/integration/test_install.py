@@ -258,23 +258,6 @@ def test_index_down_or_broken(idx, host_root, tmp_path, mode):
 
 
 @needs312
-def test_a_failed_install_removes_the_venv_it_made_and_says_what_is_offline(idx, host_root,
-                                                                           tmp_path):
-    venv, wheels = tmp_path / "new-venv", tmp_path / "wheels"
-    wheels.mkdir()
-    (wheels / "torch-2.13.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
-    r = install(idx, "--root", str(host_root), "--python", PY312, "--venv", str(venv),
-                "--installer", "pip", "--find-links", str(wheels), "--format", "json",
-                env=pip_env(idx, NEURON_ENV_NEURON_INDEX_URL=refused_url()))
-    doc = as_json(r)
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert not venv.exists(), "the venv made for the failed install was left behind"
-    hint = doc["error"]["hint"]
-    assert f"the new venv {venv} was removed" in hint
-    assert "torch reachable offline (--find-links): 2.13.0+cpu" in hint
-
-
-@needs312
 def test_mirror_credentials_are_used_but_never_written(idx, host_root, tmp_path):
     """An enterprise mirror with basic auth in its URL: pip gets the credentials; no report,
     progress line, log or manifest ever holds them, and doctor still accepts the origin."""
