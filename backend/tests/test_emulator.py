@@ -93,7 +93,8 @@ def test_importing_the_emulator_before_torch(torch_python):
 def test_device_count_default_and_visible_cores(torch_python):
     code = "import torch\nprint(torch.neuron.device_count(), torch.accelerator.device_count())"
     env = {"NEURON_EMULATOR_DEVICES": "", "NEURON_RT_VISIBLE_CORES": "",
-           "NEURON_EMULATOR_INSTANCE_TYPE": "", "NEURON_LOGICAL_NC_CONFIG": ""}
+           "NEURON_EMULATOR_INSTANCE_TYPE": "", "NEURON_LOGICAL_NC_CONFIG": "",
+           "NEURON_EMULATOR_DMI_DIR": "/nonexistent"}
     # the default machine: a trn2.3xlarge, 8 physical cores at LNC=2
     assert run_py(torch_python, code, env).stdout.split() == ["4", "4"]
     for itype, lnc, want in (("trn2.48xlarge", "", "64"), ("trn2.48xlarge", "1", "128"),
@@ -118,6 +119,27 @@ def test_device_count_default_and_visible_cores(torch_python):
     code = "import torch, neuron_emulator\nprint(neuron_emulator.status()['machine'])"
     p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_INSTANCE_TYPE="trn2.48xlarge"))
     assert "'instance_type': 'trn2.48xlarge'" in p.stdout and "'devices': 64" in p.stdout
+
+
+def test_default_machine_follows_this_ec2_instance(torch_python, tmp_path):
+    """On an EC2 instance (DMI) the emulated machine is that instance; elsewhere, and on a
+    non-Trainium EC2 type, the smallest Trn2; the variable still wins."""
+    code = ("import torch, neuron_emulator\n"
+            "print(torch.neuron.device_count(), neuron_emulator.status()['machine']['from'])")
+    env = {"NEURON_EMULATOR_DEVICES": "", "NEURON_RT_VISIBLE_CORES": "",
+           "NEURON_EMULATOR_INSTANCE_TYPE": "", "NEURON_LOGICAL_NC_CONFIG": "",
+           "NEURON_EMULATOR_DMI_DIR": str(tmp_path)}
+    (tmp_path / "sys_vendor").write_text("Amazon EC2\n")
+    (tmp_path / "product_name").write_text("trn2.48xlarge\n")
+    p = run_py(torch_python, code, env)
+    assert p.stdout.startswith("64 this EC2 instance (DMI"), p.stdout + p.stderr[-2000:]
+    p = run_py(torch_python, code, dict(env, NEURON_EMULATOR_INSTANCE_TYPE="trn1.2xlarge"))
+    assert p.stdout.startswith("2 NEURON_EMULATOR_INSTANCE_TYPE"), p.stdout
+    (tmp_path / "product_name").write_text("m5.large\n")
+    assert run_py(torch_python, code, env).stdout.startswith("4 default")
+    (tmp_path / "sys_vendor").write_text("QEMU\n")
+    (tmp_path / "product_name").write_text("trn2.48xlarge\n")
+    assert run_py(torch_python, code, env).stdout.startswith("4 default")
 
 
 def test_fault_injection_still_works(torch_python):

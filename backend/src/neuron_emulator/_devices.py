@@ -1,8 +1,9 @@
 """How many emulated devices there are, which one is current, and device-index checks.
 
-The emulated machine is the smallest real one a user would rehearse for: the instance type in
-NEURON_EMULATOR_INSTANCE_TYPE (set it to the instance you rehearse for; neuron-env does not
-set it for you yet) when it is a known Trainium type, else a trn2.3xlarge (one Trainium2). Its logical
+The emulated machine is the one a user would rehearse for: the instance type in
+NEURON_EMULATOR_INSTANCE_TYPE when it is a known Trainium type, else this EC2 instance's own type
+from DMI (sys_vendor "Amazon EC2", product_name) when that is one, else the smallest Trn2, a
+trn2.3xlarge (one Trainium2). Its logical
 NeuronCores are the physical cores divided by the LNC (NEURON_LOGICAL_NC_CONFIG, default 2 on
 Trainium2/3, 1 on Trainium1): 4 on a trn2.3xlarge, 64 on a trn2.48xlarge.
 NEURON_EMULATOR_DEVICES=N overrides the count. NEURON_RT_VISIBLE_CORES ("0-3", "1,5", "2") then
@@ -45,13 +46,34 @@ INSTANCE_TYPES = {
 DEFAULT_INSTANCE = "trn2.3xlarge"
 
 
+DMI = "/sys/class/dmi/id"  # NEURON_EMULATOR_DMI_DIR replaces it (tests)
+
+
+def _dmi_instance_type() -> str | None:
+    """This EC2 instance's type from DMI (no network, microseconds), or None elsewhere."""
+    d = os.environ.get("NEURON_EMULATOR_DMI_DIR") or DMI
+    try:
+        with open(os.path.join(d, "sys_vendor"), encoding="ascii", errors="replace") as f:
+            if f.read(64).strip() != "Amazon EC2":
+                return None
+        with open(os.path.join(d, "product_name"), encoding="ascii", errors="replace") as f:
+            return f.read(64).strip().lower() or None
+    except OSError:
+        return None
+
+
 def machine() -> dict:
     """The emulated machine: {"instance_type", "from", "lnc", "logical_cores"}."""
     asked = os.environ.get("NEURON_EMULATOR_INSTANCE_TYPE", "").strip().lower()
-    itype = asked if asked in INSTANCE_TYPES else DEFAULT_INSTANCE
-    source = ("NEURON_EMULATOR_INSTANCE_TYPE" if asked in INSTANCE_TYPES else
-              f"default (NEURON_EMULATOR_INSTANCE_TYPE={asked!r} is not a known Trainium type)"
-              if asked else "default: the smallest Trn2")
+    here = None if asked in INSTANCE_TYPES else _dmi_instance_type()
+    if asked in INSTANCE_TYPES:
+        itype, source = asked, "NEURON_EMULATOR_INSTANCE_TYPE"
+    elif here in INSTANCE_TYPES:
+        itype, source = here, "this EC2 instance (DMI product_name)"
+    else:
+        itype = DEFAULT_INSTANCE
+        source = (f"default (NEURON_EMULATOR_INSTANCE_TYPE={asked!r} is not a known Trainium "
+                  "type)" if asked else "default: the smallest Trn2")
     devices, cores, lnc = INSTANCE_TYPES[itype]
     raw = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
     if raw:
