@@ -10,8 +10,6 @@
 # Every rank writes its progress and its verdict to files in the run directory (rank<R>.steps,
 # rank<R>.pid, rank<R>.json, rank<R>.error): the same under neuron-env's launcher and under
 # torchrun agents, whose workers' output neuron-env does not capture.
-import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -22,16 +20,12 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
 from _shared import step as marker
 from _shared import sync
+from _trial_common import Usage
+from _trial_models import import_callable
 
 PROTOCOL = ("the callable returns (model, example_inputs[, loss_fn]); under --world-size the "
             "batch is dimension 0 of every input and a loss_fn that needs targets takes "
             "(output, batch_slice) and indexes its targets with the slice")
-
-
-class Usage(Exception):
-    def __init__(self, message, hint=None):
-        super().__init__(message)
-        self.message, self.hint = message, hint
 
 
 class Run:
@@ -97,23 +91,8 @@ def load(torch, spec, seed):
         fn = BUILTINS.get(spec.split(":", 1)[1])
         if fn is None:
             raise Usage("MODEL %r: no built-in workload" % spec)
-    else:
-        target, _, attr = spec.rpartition(":")
-        try:
-            if target.endswith(".py"):
-                sys.path.insert(0, os.path.dirname(target))
-                s = importlib.util.spec_from_file_location("neuron_env_trial_model", target)
-                mod = importlib.util.module_from_spec(s)
-                s.loader.exec_module(mod)
-            else:
-                sys.path.insert(0, os.getcwd())
-                mod = importlib.import_module(target)
-        except BaseException as e:
-            raise Usage("MODEL %r: importing %s raised %s: %s" % (spec, target,
-                        type(e).__name__, e)) from None
-        fn = getattr(mod, attr, None)
-        if not callable(fn):
-            raise Usage("MODEL %r: %s has no callable named %r" % (spec, target, attr), PROTOCOL)
+    else:  # the user's module, imported as single-process trial imports it
+        fn = import_callable(spec)
     torch.manual_seed(seed)
     got = fn(torch) if spec.startswith("builtin:") else fn()
     if not isinstance(got, tuple) or len(got) not in (2, 3) or \
