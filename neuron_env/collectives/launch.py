@@ -45,7 +45,7 @@ def _exports(head: str) -> list[str]:
 
 
 def _torchrun(cmd: str, nodes: int, per_node: str) -> str:
-    head = "${HEAD_ADDR:?set HEAD_ADDR to the first node's address}"
+    head = "${HEAD_ADDR:?set HEAD_ADDR to the address of the first node}"
     return "\n".join([
         f"# run on each of the {nodes} nodes (the same line everywhere; torchrun's c10d",
         "# rendezvous assigns the ranks); the head node must be reachable on both ports",

@@ -161,13 +161,28 @@ def test_bad_input_is_exit_2_with_json(torch_python):
         assert doc["exit_code"] == 2 and doc["error"]["code"] == "usage"
 
 
+def test_printed_launch_lines_parse_in_bash():
+    """What --print-launch prints is pasted into a shell: bash must parse every line as is (an
+    apostrophe in the HEAD_ADDR message once opened a quote that never closed)."""
+    o = CollectivesOptions(device="cpu", ops=("all_reduce",), sizes=(8,), iterations=1,
+                           timeout=60)
+    for kind in ("torchrun", "srun"):
+        text = launch.render(kind, "neuron-env", "/venv/bin/python", o, 2, 8)
+        # the whole text, and each line on its own (a user pastes the one they need; two
+        # stray quotes on two lines would pair up in the whole text and hide the problem)
+        for chunk in (text, *text.splitlines()):
+            p = subprocess.run(["bash", "-n"], input=chunk, capture_output=True, text=True,
+                               timeout=30)
+            assert p.returncode == 0, (kind, p.stderr, chunk)
+
+
 def test_under_torchrun_rank_0_reports_for_every_rank(torch_python, tmp_path):
     torchrun = Path(torch_python).with_name("torchrun")
     ne = shutil.which("neuron-env", path=str(Path(sys.executable).parent))
     o = CollectivesOptions(device="cpu", ops=("all_reduce", "send_recv"), sizes=(8, 4096),
                            iterations=1, timeout=120)
     line = launch.render("torchrun", ne, torch_python, o, 1, 2).splitlines()[-1]
-    line = line.replace("${HEAD_ADDR:?set HEAD_ADDR to the first node's address}:29500",
+    line = line.replace("${HEAD_ADDR:?set HEAD_ADDR to the address of the first node}:29500",
                         f"127.0.0.1:{free_port()}") + " --format json"
     assert line.startswith("torchrun ")
     p = subprocess.run(str(torchrun) + line[len("torchrun"):], shell=True, capture_output=True,
