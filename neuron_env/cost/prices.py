@@ -43,7 +43,18 @@ def load_table(path: Path = TABLE) -> list[dict[str, Any]]:
                 not r.get("date"):
             raise ValueError(f"{path}: every [[price]] needs instance_type, region, source, "
                              f"date: {r}")
+        usd = r.get("usd_per_hour")
+        if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))
+                                or usd < 0):
+            raise ValueError(f"{path}: usd_per_hour must be a number >= 0: {r}")
+        if "note" in r and not (isinstance(r["note"], str) and r["note"].strip()):
+            raise ValueError(f"{path}: note, when given, must be a non-empty string: {r}")
     return rows
+
+
+def _with_note(text: str, row: dict[str, Any]) -> str:
+    """The choice's note, then the table entry's own note (third-party, older than a change)."""
+    return f"{text}; {row['note']}" if row.get("note") else text
 
 
 def lookup(instance_type: str, region: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -107,8 +118,8 @@ def choose(price_per_hour: float | None, instance_type: str | None, region: str 
                      f"in the price table ({TABLE.name}): give --price-per-hour X or --aws")
     if row.get("usd_per_hour") is None:
         return Price(None, instance_type, reg, "table", reference=row["source"],
-                     note=f"the price table has no sourced price for {instance_type} in {reg}: "
-                          "give --price-per-hour X or --aws")
+                     note=_with_note(f"the price table has no sourced price for {instance_type} "
+                                     f"in {reg}: give --price-per-hour X or --aws", row))
     return Price(float(row["usd_per_hour"]), instance_type, reg, "table",
                  reference=f"{row['source']} ({row['date']})",
-                 note=f"price table, region from {reg_from}")
+                 note=_with_note(f"price table, region from {reg_from}", row))

@@ -56,6 +56,40 @@ def test_a_table_without_dates_is_refused(tmp_path):
         prices.load_table(bad)
 
 
+def test_a_priced_entry_from_a_third_party_page_says_so():
+    for r in prices.load_table():
+        if r.get("usd_per_hour") is not None and "aws.amazon.com" not in r["source"]:
+            assert "third-party" in r.get("note", ""), r
+
+
+@pytest.mark.parametrize("extra, match", [
+    ('usd_per_hour = -1.0\n', "usd_per_hour"),
+    ('usd_per_hour = "21.50"\n', "usd_per_hour"),
+    ('note = ""\n', "note"),
+    ('note = 3\n', "note"),
+])
+def test_a_bad_price_or_note_is_refused(tmp_path, extra, match):
+    bad = tmp_path / "p.toml"
+    bad.write_text('format = 1\n[[price]]\ninstance_type = "x"\nregion = "us-east-1"\n'
+                   'source = "https://e"\ndate = "2026-01-01"\n' + extra)
+    with pytest.raises(ValueError, match=match):
+        prices.load_table(bad)
+
+
+def test_the_entry_note_travels_with_the_price():
+    p4d = prices.choose(None, "p4d.24xlarge", "us-east-1", False)
+    assert p4d.usd_per_hour == 32.77 and p4d.note is not None
+    assert p4d.note.startswith("price table, region from flag; third-party") and \
+        "check with --aws" in p4d.note
+    p5 = prices.choose(None, "p5.48xlarge", "us-east-1", False)
+    assert p5.usd_per_hour is None and p5.note is not None
+    assert "no sourced price" in p5.note and "June 2025" in p5.note
+    trn2 = prices.choose(None, "trn2.48xlarge", "us-east-2", False)
+    assert trn2.usd_per_hour is None and trn2.note == (
+        "the price table has no sourced price for trn2.48xlarge in us-east-2: "
+        "give --price-per-hour X or --aws")
+
+
 def test_price_choice_flag_table_unsourced_and_missing():
     p = prices.choose(4.2, None, None, False)
     assert (p.usd_per_hour, p.source) == (4.2, "flag")
