@@ -55,10 +55,17 @@ def _emulator_source_hash() -> str:
     return h.hexdigest()
 
 
+TRANSFORMERS = "transformers==5.25.0"  # tiny configs built in code: no model is downloaded
+TIMM = "timm==1.0.31"  # --no-deps: timm needs torchvision, which PyPI builds against CUDA torch
+
+
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory) -> str:
-    """The interpreter of a venv holding torch 2.13.0 and the freshly built emulator wheel
-    (rebuilt only when backend/ changed: a worker never reinstalls it under another's feet)."""
+    """The interpreter of a venv holding torch 2.13.0, the freshly built emulator wheel
+    (rebuilt only when backend/ changed) and the model libraries (transformers, timm): every
+    install happens here, under the cache lock, before ANY test of any worker runs a target in
+    the venv, so a worker never installs under another's feet (a later install while a trial
+    ran once crashed that trial's `import torch`)."""
     from neuron_env.install import emulator_wheel
 
     with _cache_lock():
@@ -70,32 +77,47 @@ def torch_python(tmp_path_factory) -> str:
                             "--force-reinstall", str(whl)], check=True, timeout=300,
                            capture_output=True)
             stamp.write_text(want)
+        _model_libs(py)
     return str(py)
 
 
-TRANSFORMERS = "transformers==5.25.0"  # tiny configs built in code: no model is downloaded
+def _installed(py: Path, name: str) -> str | None:
+    r = subprocess.run([str(py), "-c", "import importlib.metadata as m, sys\ntry:\n"
+                        " print(m.version(sys.argv[1]))\nexcept Exception:\n print('')", name],
+                       capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() or None
+
+
+def _model_libs(py: Path) -> None:
+    """transformers (constrained to the venv's own torch, so pip never swaps it) and timm
+    (--no-deps), pinned; a failure is written to .model-libs-error for hf_python's skip."""
+    err = py.parent.parent / ".model-libs-error"
+    want = {n: v for n, _, v in (x.partition("==") for x in (TRANSFORMERS, TIMM))}
+    if all(_installed(py, n) == v for n, v in want.items()):
+        err.unlink(missing_ok=True)
+        return
+    pins = py.parent.parent / ".hf-constraints.txt"
+    pins.write_text(f"torch=={_installed(py, 'torch')}\n")
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", TRANSFORMERS, "-c", str(pins)],
+                       capture_output=True, text=True, timeout=1800)
+    if r.returncode == 0:
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", TIMM],
+                           capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        err.write_text(r.stderr.strip()[-500:] or "pip failed")
+    else:
+        err.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
 def hf_python(torch_python) -> str:
-    """torch_python's venv with Hugging Face transformers (pinned) installed once, under the
-    cache lock, constrained to the venv's own torch so pip never swaps it. Skips, saying why,
-    when it cannot be installed (no index with transformers and its dependencies)."""
+    """torch_python, which has Hugging Face transformers (pinned) when it could be installed;
+    skips, saying why, when it could not (no index with transformers and its dependencies)."""
     py = Path(torch_python)
-    probe = [str(py), "-c", "import transformers; print(transformers.__version__)"]
-    with _cache_lock():
-        r = subprocess.run(probe, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0 or r.stdout.strip() != TRANSFORMERS.split("==")[1]:
-            torch_ver = subprocess.run(
-                [str(py), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-                capture_output=True, text=True, timeout=60).stdout.strip()
-            pins = py.parent.parent / ".hf-constraints.txt"
-            pins.write_text(f"torch=={torch_ver}\n")
-            r = subprocess.run([str(py), "-m", "pip", "install", "-q", TRANSFORMERS, "-c",
-                                str(pins)], capture_output=True, text=True, timeout=1800)
-            if r.returncode != 0:
-                pytest.skip(f"cannot install {TRANSFORMERS} into the torch test venv: "
-                            f"{r.stderr.strip()[-500:]}")
+    if _installed(py, "transformers") != TRANSFORMERS.split("==")[1]:
+        err = py.parent.parent / ".model-libs-error"
+        why = err.read_text() if err.exists() else "not installed"
+        pytest.skip(f"cannot install {TRANSFORMERS} into the torch test venv: {why}")
     return torch_python
 
 

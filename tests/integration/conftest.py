@@ -128,8 +128,7 @@ def wheelhouse(tmp_path_factory):
 
 
 # -- real model libraries in the torch venv (trial on Hugging Face / timm models) ---------------
-MODEL_LIBS = {"transformers": "5.25.0", "timm": "1.0.31"}  # pinned (transformers: conftest.py's
-# TRANSFORMERS, installed by hf_python); the tests build tiny configs in code
+MODEL_LIBS = ("transformers", "timm")  # installed (pinned) by the root conftest's torch_python
 
 
 def _model_libs_probe(py: str) -> dict:
@@ -148,26 +147,10 @@ def _model_libs_probe(py: str) -> dict:
 
 @pytest.fixture(scope="session")
 def models_python(hf_python):
-    """hf_python (transformers, pinned, installed once by the root conftest) with timm added
-    ONCE under the same cache lock. timm needs torchvision, and PyPI's torchvision is built
-    against CUDA torch (`import torchvision` dies beside torch 2.13.0+cpu: operator
-    torchvision::nms does not exist), so timm goes in with --no-deps; `libs` says what imports
-    and why not."""
-    import fcntl
-    from pathlib import Path
-
-    lock = Path(hf_python).parent.parent.parent / ".lock"  # the root conftest's cache lock
-    with open(lock, "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        libs = _model_libs_probe(hf_python)
-        torch_version = libs.get("torch", "")
-        if libs.get("timm", {}).get("version") != MODEL_LIBS["timm"]:
-            subprocess.run([hf_python, "-m", "pip", "install", "-q", "--no-deps",
-                            f"timm=={MODEL_LIBS['timm']}"], capture_output=True, text=True,
-                           timeout=600)
-            libs = _model_libs_probe(hf_python)
-        assert libs.get("torch") == torch_version, "installing the model libraries changed torch"
-    return hf_python, libs
+    """hf_python (transformers; timm went in --no-deps with it, in the root conftest's
+    torch_python: timm needs torchvision, and PyPI's torchvision is built against CUDA torch,
+    so `import timm` fails beside torch 2.13.0+cpu); `libs` says what imports and why not."""
+    return hf_python, _model_libs_probe(hf_python)
 
 
 def need_lib(models_python, name: str) -> str:
