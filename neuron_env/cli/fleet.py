@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import app, choices, emit
+from neuron_env.cli.app import app, choices, emit, seconds
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
@@ -56,11 +56,14 @@ def report(
     inputs: list[str] = typer.Argument(None, metavar="FILES...|DIR|s3://BUCKET/PREFIX"),
     region: str = typer.Option(None, "--region", help="AWS region for s3:// inputs."),
     format: FleetFmt = typer.Option(FleetFmt.text, "--format"),
+    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", callback=seconds,
+                                  help="Budget for all s3:// reads; an object not read by "
+                                  "then (or within its own 10 s + 1 s/MiB) is unreadable."),
 ) -> None:
     """Aggregate doctor JSON reports gathered any way (srun, a DaemonSet, SSM output in S3)."""
     def produce():
         from neuron_env.commands.fleet import fleet_report
 
-        return fleet_report(list(inputs or []), region)
+        return fleet_report(list(inputs or []), region, timeout)
 
     emit(produce, format.value, SCHEMA)

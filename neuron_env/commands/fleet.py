@@ -23,10 +23,11 @@ def fleet_doctor(opts) -> FleetDocument:
     return FleetDocument(aggregate(entries, source), view.text)
 
 
-def fleet_report(args: list[str], region: str | None = None) -> FleetDocument:
+def fleet_report(args: list[str], region: str | None = None,
+                 timeout: float | None = None) -> FleetDocument:
     from neuron_env.fleet import sources
 
-    entries = sources.from_args(args, region)
+    entries = sources.from_args(args, region, timeout)
     return FleetDocument(aggregate(entries, {"engine": "files", "inputs": args}),
                          view.text)
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from neuron_env.errors import ConfigurationError
+from neuron_env.errors import CommandTimeout, ConfigurationError
 from neuron_env.fleet.aggregate import Entry
 from neuron_env.report.verdict import instance_id
 from neuron_env.util.files import FileProblem, read_bounded
@@ -89,14 +89,19 @@ def _name(path: Path) -> str:
     return m.group("iid") if m else path.stem
 
 
-def from_args(args: list[str], region: str | None = None) -> list[Entry]:
+def from_args(args: list[str], region: str | None = None,
+              timeout: float | None = None) -> list[Entry]:
+    """Every input's entries; s3:// reads all end within `timeout` s (from now) when given."""
     if not args:
         raise ConfigurationError("no reports given",
                                  hint="neuron-env fleet report FILES...|DIR|s3://bucket/prefix")
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
     entries: list[Entry] = []
     for arg in args:
         if arg.startswith("s3://"):
-            entries += from_s3(arg, region)
+            entries += from_s3(arg, region, deadline)
             continue
         for path in _files(arg):
             try:
@@ -122,7 +127,10 @@ def _unique(entries: list[Entry]) -> list[Entry]:
     return out
 
 
-def from_s3(uri: str, region: str | None) -> list[Entry]:
+def from_s3(uri: str, region: str | None, deadline: float | None = None) -> list[Entry]:
+    """The reports under s3://bucket/prefix. Each exchange has its own deadline (see
+    ssm_fleet.bounded), none past `deadline` (monotonic): a trickled object is "unreadable",
+    the others are still read; a listing that times out is the command's timeout."""
     from neuron_env.aws import ssm_fleet
     from neuron_env.aws.client import AwsError
 
@@ -131,25 +139,28 @@ def from_s3(uri: str, region: str | None) -> list[Entry]:
         raise ConfigurationError(f"{uri}: no bucket", hint="s3://bucket/prefix")
     try:
         s3 = ssm_fleet.client("s3", region)
-        keys = [k for k in ssm_fleet.s3_keys(s3, bucket, prefix)
+        keys = [k for k in ssm_fleet.s3_keys(s3, bucket, prefix, deadline)
                 if k.endswith(".json") or SSM_KEY.search(k)]
         if not keys:
             raise ConfigurationError(f"{uri}: no reports (*.json or SSM stdout objects)")
-        return [_s3_entry(s3, bucket, k) for k in keys]
+        return [_s3_entry(s3, bucket, k, deadline) for k in keys]
     except AwsError as e:
+        if e.code == "timed-out":
+            raise CommandTimeout(f"{uri}: {e.message}") from None
         raise ConfigurationError(f"{uri}: {e.message}",
                                  hint="check the bucket, region and s3:ListBucket/"
                                  "s3:GetObject permissions") from None
 
 
-def _s3_entry(s3: Any, bucket: str, key: str) -> Entry:
-    """One object: a report, or "unreadable" with the reason (too large, gone, denied)."""
+def _s3_entry(s3: Any, bucket: str, key: str, deadline: float | None = None) -> Entry:
+    """One object: a report, or "unreadable" with the reason (too large, gone, denied, timed
+    out)."""
     from neuron_env.aws import ssm_fleet
     from neuron_env.aws.client import AwsError
 
     src = f"s3://{bucket}/{key}"
     try:
-        raw = ssm_fleet.s3_get(s3, bucket, key, MAX_REPORT)
+        raw = ssm_fleet.s3_get(s3, bucket, key, MAX_REPORT, deadline)
     except AwsError as e:
         if e.code in ("no-credentials",):
             raise

@@ -84,7 +84,7 @@ def read_url(url: str, limit: int, *, ca_bundle: str | None = None,
     """At most `limit` bytes of `url`; more is refused, not truncated."""
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme == "s3":
-        data = _read_s3(url, limit)
+        data = _read_s3(url, limit, timeout)
     elif scheme in ("http", "https"):
         data = _read_http(url, limit, ca_bundle, timeout)
     elif scheme == "file":
@@ -144,7 +144,7 @@ def _read_http(url: str, limit: int, ca_bundle: str | None, timeout: float) -> b
         raise ConfigurationError(f"{url}: {e}") from None
 
 
-def _read_s3(url: str, limit: int) -> bytes:
+def _read_s3(url: str, limit: int, timeout: float) -> bytes:
     from neuron_env.aws import ssm_fleet
     from neuron_env.errors import AwsError
 
@@ -154,8 +154,10 @@ def _read_s3(url: str, limit: int) -> bytes:
         raise ConfigurationError(f"{url}: expected s3://bucket/key")
     try:
         s3 = ssm_fleet.client("s3")
-        return ssm_fleet.s3_get_bounded(s3, bucket, key, limit)
+        return ssm_fleet.s3_get_bounded(s3, bucket, key, limit, timeout)
     except AwsError as e:
+        if e.code == "timed-out":  # a trickling endpoint: the whole read is bounded
+            raise CommandTimeout(f"{url}: no answer within {timeout:g} s") from None
         raise ConfigurationError(f"{url}: {e.message}", hint="check the bucket, key, region "
                                  "and s3:GetObject permission") from None
 

@@ -271,6 +271,19 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     assert code == 4 and "no answer within 1 s" in doc["error"]["message"]
 
 
+def test_an_s3_endpoint_that_trickles_times_out(tmp_path: Path) -> None:
+    """One byte every 0.5 s never trips botocore's per-recv read timeout: --timeout bounds the
+    whole S3 read (issue #25)."""
+    from tests.helpers.servers import S3
+
+    key = "neuron/neuron-2.34.toml"
+    with S3({"matrices": {key: matrix("2.34").encode()}}, trickle=frozenset({key})) as s3:
+        code, doc, _ = update(tmp_path / "u", "--from",
+                              f"s3://matrices/{key}#sha256={'0' * 64}", "--timeout", "2",
+                              env=aws_env(s3.url), timeout=30)
+    assert code == 4 and "no answer within 2 s" in doc["error"]["message"], doc
+
+
 def test_docs_snippet(tmp_path: Path) -> None:
     """docs/integrations.md's commands, with the example host swapped for a loopback one."""
     site, user = tmp_path / "site", tmp_path / "user"
