@@ -16,14 +16,14 @@ def FleetDocument(body: dict[str, Any], text_view) -> Document:
     return Document(body, text_view, junit=view.junit)
 
 
-def fleet_doctor(opts) -> FleetDocument:
+def fleet_doctor(opts) -> Document:
     from neuron_env.fleet import ssm
 
     entries, source = ssm.run(opts)
     return FleetDocument(aggregate(entries, source), view.text)
 
 
-def fleet_report(args: list[str], region: str | None = None) -> FleetDocument:
+def fleet_report(args: list[str], region: str | None = None) -> Document:
     from neuron_env.fleet import sources
 
     entries = sources.from_args(args, region)
