@@ -30,6 +30,7 @@ class NeuronEnvError(Exception):
 
     exit_code = EXIT_INTERNAL
     code = "internal"
+    reports_written = False  # doctor wrote its --report files: the boundary must keep them
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)

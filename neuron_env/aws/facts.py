@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.util import record as _rec
 from neuron_env.util.record import record
+
+if TYPE_CHECKING:
+    from neuron_env.aws.client import NeuronInfo
 
 
 @record
 class AwsFacts:
-    info: object | None = None  # aws.NeuronInfo
+    info: NeuronInfo | None = None
     error: str | None = None
     asked: bool = False
 

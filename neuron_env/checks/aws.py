@@ -25,7 +25,7 @@ def instance_aws(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       fix="give the instance (or the pipeline) ec2:DescribeInstanceTypes, or "
                           "drop --aws")
     typ = facts.instance.type
-    if a.info is None:
+    if a.info is None or not typ:
         return verdict("warn",
                       f"EC2 reports no NeuronInfo for {typ}", observed=None)
     info = a.info

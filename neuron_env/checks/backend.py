@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks import check
 from neuron_env.matrix.model import fmt_spec
@@ -12,12 +13,18 @@ from neuron_env.util import redact
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Ver
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Index, Matrix
+    from neuron_env.probes.facts import HostFacts
+    from neuron_env.probes.interpreter import Dist, TargetFacts
+
 NEURON_PACKAGES = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-distributed",
                    "torch-neuron", "neuron-cc", "transformers-neuronx",
                    "aws-neuronx-runtime-discovery")
 
 
-def install_cmd(ctx, facts, torch_minor: str | None = None) -> str:
+def install_cmd(ctx: Context, facts: HostFacts, torch_minor: str | None = None) -> str:
     parts = ["neuron-env", "install"]
     if ctx.matrix_flag:
         parts += ["--matrix", ctx.matrix_flag]
@@ -27,7 +34,8 @@ def install_cmd(ctx, facts, torch_minor: str | None = None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def install_fix(ctx, facts, m, torch_minor: str | None = None, lead: str = "") -> dict:
+def install_fix(ctx: Context, facts: HostFacts, m: Matrix, torch_minor: str | None = None,
+                lead: str = "") -> dict[str, Any]:
     """fix/fix_command/fix_safe for "install the backend": never a line neuron-env would
     refuse (the planner is asked), and never into neuron-env's own environment."""
     from neuron_env.checks import fixes
@@ -39,7 +47,7 @@ def install_fix(ctx, facts, m, torch_minor: str | None = None, lead: str = "") -
         text, cmd = fixes.get_python(facts, m, ctx)
         return {"fix": f"{t.path} is neuron-env's own environment (first on PATH), not a "
                        f"training environment: {text}" + (f": {cmd}" if cmd else ""),
-                "fix_command": cmd, "fix_safe": bool(cmd) and "sudo" not in cmd}
+                "fix_command": cmd, "fix_safe": bool(cmd and "sudo" not in cmd)}
     if t.version and not m.python.contains(t.version, prereleases=True):
         text, cmd = fixes.get_python(facts, m, ctx)
         return {"fix": text + (f": {cmd}" if cmd else ""), "fix_command": cmd}
@@ -54,13 +62,13 @@ def install_fix(ctx, facts, m, torch_minor: str | None = None, lead: str = "") -
     return {"fix": lead + cmd, "fix_command": cmd, "fix_safe": True}
 
 
-def _unusable(id_: str, facts) -> Result | None:
+def _unusable(id_: str, facts: HostFacts) -> Result | None:
     if not facts.target.usable:
         return Result(id_, "backend", "skip", "target interpreter unusable (see python.version)")
     return None
 
 
-def _torch_needed_by(neuronx: str, m) -> str | None:
+def _torch_needed_by(neuronx: str, m: Matrix) -> str | None:
     """Which torch an installed torch-neuronx needs, from the matrix or its version scheme."""
     pair = m.pair_for_neuronx(neuronx)
     if pair:
@@ -78,7 +86,7 @@ def _torch_needed_by(neuronx: str, m) -> str | None:
 
 
 @check("backend.torch", "backend")
-def backend_torch(facts, m, ctx) -> Result:
+def backend_torch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.torch", facts)) is not None:
         return r
     t = facts.target
@@ -114,13 +122,13 @@ def backend_torch(facts, m, ctx) -> Result:
                   observed=torch.version, expected=expected)
 
 
-def _index_url(m, package: str) -> str:
+def _index_url(m: Matrix, package: str) -> str:
     idx = m.index_for(package)
     return idx.url if idx else "the matrix's index"
 
 
 @check("backend.pairing", "backend")
-def backend_pairing(facts, m, ctx) -> Result:
+def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.pairing", facts)) is not None:
         return r
     t = facts.target
@@ -169,7 +177,7 @@ def backend_pairing(facts, m, ctx) -> Result:
                   observed=observed, expected=families)
 
 
-def _manifest_entries(t) -> dict[str, dict]:
+def _manifest_entries(t: TargetFacts) -> dict[str, dict[str, Any]]:
     pkgs = (t.manifest or {}).get("packages")
     if not isinstance(pkgs, list):
         return {}
@@ -182,7 +190,9 @@ def _norm(url: str) -> str:
     return redact.text(url).rstrip("/").removesuffix("/simple").rstrip("/")
 
 
-def _recorded_origin(d, entry, want, allowed, problems: list, notes: list) -> None:
+def _recorded_origin(d: Dist, entry: dict[str, Any] | None, want: Index | None,
+                     allowed: dict[str, list[str]], problems: list[str],
+                     notes: list[str]) -> None:
     """One package against what the install manifest recorded of where it came from."""
     if entry and want:
         src = str(entry.get("index_url") or entry.get("url") or "")
@@ -204,15 +214,16 @@ def _recorded_origin(d, entry, want, allowed, problems: list, notes: list) -> No
 
 
 @check("backend.origin", "backend")
-def backend_origin(facts, m, ctx) -> Result:
+def backend_origin(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.origin", facts)) is not None:
         return r
     t = facts.target
-    present = [t.dist(n) for n in (*NEURON_PACKAGES, "torch") if t.dist(n)]
+    present = [d for n in (*NEURON_PACKAGES, "torch") if (d := t.dist(n))]
     neuron = [d for d in present if d.name.lower() != "torch"]
     if not neuron:
         return Result("backend.origin", "backend", "skip", "no Neuron packages installed")
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
     for d in neuron:
         if m.placeholder(d.name, d.version) or d.wrong_package_marker:
             problems.append(f"{d.name} {d.version} is the PLACEHOLDER from the public index "
@@ -257,7 +268,7 @@ def backend_origin(facts, m, ctx) -> Result:
 
 
 @check("backend.tools", "backend")
-def backend_tools(facts, m, ctx) -> Result:
+def backend_tools(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.tools", facts)) is not None:
         return r
     t = facts.target
@@ -283,7 +294,7 @@ def backend_tools(facts, m, ctx) -> Result:
 
 
 @check("backend.emulator", "backend")
-def backend_emulator(facts, m, ctx) -> Result:
+def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     """The emulated backend is for rehearsal: say so loudly wherever it is installed."""
     if (r := _unusable("backend.emulator", facts)) is not None:
         return r

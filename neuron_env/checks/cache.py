@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.checks import check
 from neuron_env.checks.driver import _image
 from neuron_env.report.model import Result
+
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.cache import CacheDir
+    from neuron_env.probes.facts import HostFacts
 
 GIB = 1 << 30
 FAIL_BELOW = 1 * GIB
 WARN_BELOW = 5 * GIB
 
 
-def _dir_problem(c) -> tuple[str, str] | None:
+def _dir_problem(c: CacheDir) -> tuple[str, str] | None:
     """(problem, fix) for one directory, or None."""
     if c.exists and not c.is_dir:
         return (f"{c.var}={c.path} is a file, not a directory",
@@ -30,14 +38,14 @@ def _dir_problem(c) -> tuple[str, str] | None:
     return None
 
 
-def _stale(c, cc_version: str | None) -> list[str]:
+def _stale(c: CacheDir, cc_version: str | None) -> list[str]:
     if not cc_version or not c.compiler_versions:
         return []
     return [v for v in c.compiler_versions if v != cc_version.split("+")[0]]
 
 
 @check("cache.compile", "cache")
-def cache_compile(facts, m, ctx) -> Result:
+def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if facts.cache is None:
         return Result("cache.compile", "cache", "skip", "cache directories not probed")
     if _image(facts):
@@ -55,11 +63,12 @@ def cache_compile(facts, m, ctx) -> Result:
             fix=" ; ".join(f for _, f in found), docs=docs,
             details={"problems": [p for p, _ in found]})
     cc = facts.target.dist("neuronx-cc") if facts.target.usable else None
+    cc_version = cc.version if cc else None
     notes = []
     for c in facts.cache:
-        if (old := _stale(c, cc.version if cc else None)):
+        if (old := _stale(c, cc_version)):
             notes.append(f"{c.path} holds artifacts of neuronx-cc {', '.join(old)} (installed: "
-                         f"{cc.version}): they are never reused; remove "
+                         f"{cc_version}): they are never reused; remove "
                          + " ".join(f"{c.path}/neuronxcc-{v}*" for v in old))
         if c.free_bytes is not None and c.free_bytes < WARN_BELOW:
             notes.append(f"{c.path} has only {c.free_bytes / GIB:.1f} GiB free")

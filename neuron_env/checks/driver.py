@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from neuron_env.checks import check
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import InstanceType, Matrix
+    from neuron_env.probes.facts import HostFacts
+    from neuron_env.probes.host import DriverFacts
 
-def apt_fix(facts, m, names: list[str] | None = None) -> dict:
+
+def apt_fix(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> dict[str, Any]:
     """fix/fix_command: the Neuron apt repository set up for this host's codename, then the
     packages; where the host is not apt-based, what to do by hand."""
     from neuron_env.checks import fixes
@@ -19,12 +27,12 @@ def apt_fix(facts, m, names: list[str] | None = None) -> dict:
     return {"fix": cmd + fixes.chroot_note(facts), "fix_command": cmd}
 
 
-def _image(facts) -> bool:
+def _image(facts: HostFacts) -> bool:
     """A mounted image under --root: it has no live /sys, so nothing is loaded or visible."""
     return facts.root.explicit and not facts.driver.sysfs_present
 
 
-def _not_neuron_host(facts, m) -> str | None:
+def _not_neuron_host(facts: HostFacts, m: Matrix) -> str | None:
     """Why device checks cannot apply here, or None."""
     inst = facts.instance
     if inst.type and m.instance_type(inst.type)[0] is None:
@@ -33,7 +41,7 @@ def _not_neuron_host(facts, m) -> str | None:
 
 
 @check("driver.module", "driver")
-def driver_module(facts, m, ctx) -> Result:
+def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     dkms = d.packages.get("aws-neuronx-dkms")
     old = d.packages.get("aws-neuron-dkms")
@@ -91,7 +99,7 @@ def driver_module(facts, m, ctx) -> Result:
 
 
 @check("driver.packages", "driver")
-def driver_packages(facts, m, ctx) -> Result:
+def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     if not m.driver.apt:
         return Result("driver.packages", "driver", "skip", "the matrix lists no apt packages")
@@ -125,7 +133,7 @@ def driver_packages(facts, m, ctx) -> Result:
 
 
 @check("driver.devices", "driver")
-def driver_devices(facts, m, ctx) -> Result:
+def driver_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d, inst = facts.driver, facts.instance
     if inst.assumed:
         return Result("driver.devices", "driver", "skip",
@@ -199,12 +207,17 @@ def _vtuple(v: str | None) -> tuple[int, ...]:
         return ()
 
 
-def _apt_pin(m, name: str) -> str:
+def _apt_version(m: Matrix, name: str) -> str | None:
+    a = m.apt(name)
+    return a.version if a else None
+
+
+def _apt_pin(m: Matrix, name: str) -> str:
     a = m.apt(name)
     return f"{name}={a.version}*" if a and a.version else name
 
 
-def _legacy_result(d, m) -> Result | None:
+def _legacy_result(d: DriverFacts, m: Matrix) -> Result | None:
     legacy = [n for n in LEGACY if n in d.packages]
     if not legacy:
         return None
@@ -218,9 +231,10 @@ def _legacy_result(d, m) -> Result | None:
                   docs=m.doc("install_troubleshooting") or m.doc("setup"))
 
 
-def _release_differences(d, m) -> tuple[list[str], list[str]]:
+def _release_differences(d: DriverFacts, m: Matrix) -> tuple[list[str], list[str]]:
     """(hard, soft): versions against the matrix's; soft when the matrix's are unconfirmed."""
-    hard, soft = [], []
+    hard: list[str] = []
+    soft: list[str] = []
     for name in STACK:
         a, have = m.apt(name), base_version(d.packages.get(name))
         if not (a and a.version and have) or have == a.version:
@@ -230,7 +244,7 @@ def _release_differences(d, m) -> tuple[list[str], list[str]]:
     return hard, soft
 
 
-def _stack_mismatches(d, m) -> list[str]:
+def _stack_mismatches(d: DriverFacts, m: Matrix) -> list[str]:
     """Packages out of step with each other, whatever the release says."""
     p = d.packages
     out = []
@@ -249,7 +263,7 @@ def _stack_mismatches(d, m) -> list[str]:
     return out
 
 
-def _loaded_vs_installed(facts) -> str | None:
+def _loaded_vs_installed(facts: HostFacts) -> str | None:
     d = facts.driver
     dkms = base_version(d.packages.get("aws-neuronx-dkms"))
     if facts.instance.assumed or _image(facts) or not (d.module_version and dkms):
@@ -261,7 +275,7 @@ def _loaded_vs_installed(facts) -> str | None:
 
 
 @check("driver.versions", "driver")
-def driver_versions(facts, m, ctx) -> Result:
+def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     if not d.dpkg_present:
         return Result("driver.versions", "driver", "skip",
@@ -272,7 +286,7 @@ def driver_versions(facts, m, ctx) -> Result:
     if not any(present.values()):
         return Result("driver.versions", "driver", "skip",
                       "no aws-neuronx packages installed (see driver.packages)")
-    expected = {n: (m.apt(n).version if m.apt(n) else None) for n in STACK}
+    expected = {n: _apt_version(m, n) for n in STACK}
     observed = {**present, "module_version": d.module_version}
     fails = _stack_mismatches(d, m)
     loaded = _loaded_vs_installed(facts)
@@ -312,7 +326,7 @@ def parse_core_list(text: str) -> set[int] | None:
     return out
 
 
-def _lnc(facts, typ) -> tuple[int | None, str, str | None]:
+def _lnc(facts: HostFacts, typ: InstanceType | None) -> tuple[int | None, str, str | None]:
     """(lnc, where from, problem)."""
     raw = facts.env.get("NEURON_LOGICAL_NC_CONFIG")
     if raw is not None:
@@ -329,7 +343,7 @@ def _lnc(facts, typ) -> tuple[int | None, str, str | None]:
     return None, "unknown", None
 
 
-def _holder_findings(facts) -> tuple[list[str], list[str], list[str]]:
+def _holder_findings(facts: HostFacts) -> tuple[list[str], list[str], list[str]]:
     """(stale, busy, fixes) from the processes neuron-ls lists."""
     stale, busy, fixes = [], [], []
     for h in facts.holders:
@@ -347,14 +361,14 @@ def _holder_findings(facts) -> tuple[list[str], list[str], list[str]]:
     return stale, busy, fixes
 
 
-def _expected_logical(typ, lnc) -> int | None:
+def _expected_logical(typ: InstanceType | None, lnc: int | None) -> int | None:
     if typ and typ.devices and typ.cores_per_device and lnc:
         return typ.devices * typ.cores_per_device // lnc
     return None
 
 
 @check("driver.cores", "driver")
-def driver_cores(facts, m, ctx) -> Result:
+def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if facts.instance.assumed or _image(facts):
         return Result("driver.cores", "driver", "skip",
                       "NeuronCores of the target cannot be seen from this host or image")
@@ -397,8 +411,9 @@ def driver_cores(facts, m, ctx) -> Result:
     return _cores_verdict(facts, observed, expected, listed, lnc, lnc_from, busy, visible, docs)
 
 
-def _cores_verdict(facts, observed, expected, listed, lnc, lnc_from, busy, visible,
-                   docs) -> Result:
+def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | None,
+                   listed: int | None, lnc: int | None, lnc_from: str, busy: list[str],
+                   visible: set[int] | None, docs: str | None) -> Result:
     n = len(visible) if visible else (listed or expected)
     what = f"{n} logical NeuronCores" if n else "logical NeuronCore count unknown"
     what += f" at LNC={lnc} ({lnc_from})" if lnc else ""

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from neuron_env.checks import check, fixes
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix, OSEntry
+    from neuron_env.probes.facts import HostFacts
 
-def supported_families(m) -> str:
+
+def supported_families(m: Matrix) -> str:
     return ", ".join(f.family for f in m.instances if f.supported)
 
 
 @check("instance.type", "instance")
-def instance_type(facts, m, ctx) -> Result:
+def instance_type(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     inst = facts.instance
     docs = m.doc("release_notes")
     expected = f"a supported family: {supported_families(m)}"
@@ -23,7 +30,7 @@ def instance_type(facts, m, ctx) -> Result:
                       fix="run on a Trn2/Trn3 instance, or pass --instance-type TYPE when "
                           "checking an image built elsewhere", docs=docs)
     src = {"flag": "assumed from --instance-type", "dmi": "from DMI",
-           "imds": "from IMDS"}.get(inst.source, inst.source)
+           "imds": "from IMDS"}.get(inst.source or "", inst.source)
     fam, typ = m.instance_type(inst.type)
     observed = {"type": inst.type, "source": inst.source, "assumed": inst.assumed}
     if fam is None:
@@ -48,7 +55,7 @@ def instance_type(facts, m, ctx) -> Result:
 
 
 @check("os.release", "os")
-def os_release(facts, m, ctx) -> Result:
+def os_release(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     o = facts.os
     supported = [e for e in m.os if e.status == "supported" and not e.disputed_status]
     expected = ", ".join(e.label for e in supported)
@@ -82,7 +89,8 @@ def os_release(facts, m, ctx) -> Result:
                   expected=expected)
 
 
-def _disputed_os(m, entry, name, observed, expected) -> Result:
+def _disputed_os(m: Matrix, entry: OSEntry, name: str, observed: dict[str, Any],
+                 expected: str) -> Result:
     """The sources disagree about this OS: say both, with their sources; a warning, not a fail."""
     ours, theirs = m.source_by_id(entry.source), m.source_by_id(entry.disputed_source)
     how = ", ".join(x for x in (
@@ -100,7 +108,7 @@ def _disputed_os(m, entry, name, observed, expected) -> Result:
 
 
 @check("os.arch", "os")
-def os_arch(facts, m, ctx) -> Result:
+def os_arch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     expected = ", ".join(m.architectures)
     if facts.arch is None:
         return Result("os.arch", "os", "warn",
@@ -114,20 +122,20 @@ def os_arch(facts, m, ctx) -> Result:
                   fix="use an x86_64 Trn2/Trn3 instance and AMI")
 
 
-def _python_fix(facts, m, ctx, lead: str = "") -> dict:
+def _python_fix(facts: HostFacts, m: Matrix, ctx: Context, lead: str = "") -> dict[str, Any]:
     text, cmd = fixes.get_python(facts, m, ctx)
     return {"fix": lead + text + (f": {cmd}" if cmd else ""), "fix_command": cmd,
-            "fix_safe": bool(cmd) and "sudo" not in cmd and " && " not in cmd}
+            "fix_safe": bool(cmd and "sudo" not in cmd and " && " not in cmd)}
 
 
-def _dlami_fix(m, lead: str | None = None) -> dict:
+def _dlami_fix(m: Matrix, lead: str | None = None) -> dict[str, Any]:
     text, cmd = fixes.dlami(m)
     return {"fix": (f"{lead} " if lead else "") + text + (f": {cmd}" if cmd else ""),
             "fix_command": cmd}
 
 
 @check("python.version", "python")
-def python_version(facts, m, ctx) -> Result:
+def python_version(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     t = facts.target
     expected = fmt_spec(m.python)
     if not t.usable:

@@ -63,7 +63,7 @@ def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if nx and m.placeholder(nx.name, nx.version):
         return Result("backend.lineage", "backend", "skip",
                       "torch-neuronx is the public placeholder (see backend.origin)")
-    xla = [t.dist(n) for n in XLA_DISTS if t.dist(n)]
+    xla = [d for n in XLA_DISTS if (d := t.dist(n))]
     observed = {"torch-neuronx": nx.version if nx else None,
                 **{d.name: d.version for d in xla}}
     docs = m.doc("troubleshooting") or m.doc("setup")
@@ -122,10 +122,11 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       f"{base_version(rt)} (different releases)", observed=observed,
                       expected=pin, fix=fix + " aws-neuronx-runtime-lib", docs=docs)
     if pin and base_version(have) != pin:
-        level = "fail" if want.confirmed and minor(have) != minor(pin) else "warn"
+        confirmed = want is not None and want.confirmed
+        level = "fail" if confirmed and minor(have) != minor(pin) else "warn"
         return Result("backend.collectives", "backend", level,
                       f"{name} {base_version(have)}; Neuron {m.release} ships {pin}"
-                      + ("" if want.confirmed else " (component version, not a confirmed pin)"),
+                      + ("" if confirmed else " (component version, not a confirmed pin)"),
                       observed=observed, expected=pin, fix=fix, docs=docs)
     return Result("backend.collectives", "backend", "pass", f"{name} {base_version(have)}",
                   observed=observed, expected=pin)

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.checks import check
 from neuron_env.checks.driver import _not_neuron_host
 from neuron_env.probes.tools import NEURON_BIN
 from neuron_env.report.model import Result
 
+if TYPE_CHECKING:
+    from neuron_env.checks import Context
+    from neuron_env.matrix.model import Matrix
+    from neuron_env.probes.facts import HostFacts
+    from neuron_env.probes.host import DriverFacts
+    from neuron_env.probes.tools import ToolsFacts
+
 SYSTEM_TOOLS = ("neuron-ls", "neuron-top")
 
 
-def _system(t, d) -> tuple[list[str], list[str]]:
+def _system(t: ToolsFacts, d: DriverFacts) -> tuple[list[str], list[str]]:
     """(not on PATH but in /opt/aws/neuron/bin, missing altogether)."""
-    off_path, missing = [], []
+    off_path: list[str] = []
+    missing: list[str] = []
     for name in SYSTEM_TOOLS:
         if t.on_path.get(name):
             continue
@@ -21,7 +31,7 @@ def _system(t, d) -> tuple[list[str], list[str]]:
 
 
 @check("tools.path", "tools")
-def tools_path(facts, m, ctx) -> Result:
+def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     t, d = facts.tools, facts.driver
     if t is None:
         return Result("tools.path", "tools", "skip", "tools not probed")

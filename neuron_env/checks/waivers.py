@@ -5,6 +5,7 @@ applying is pure."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
@@ -26,7 +27,7 @@ class Waiver:
     def expired(self, today: dt.date) -> bool:
         return self.until is not None and today > self.until
 
-    def serialize(self) -> dict:
+    def serialize(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason,
                 "until": self.until.isoformat() if self.until else None, "source": self.source}
 
@@ -126,10 +127,11 @@ def from_file(path: str) -> list[Waiver]:
 
 
 def apply(results: list[Result], waivers: list[Waiver],
-          today: dt.date | None = None) -> tuple[list[Result], list[dict]]:
+          today: dt.date | None = None) -> tuple[list[Result], list[dict[str, Any]]]:
     """(results with waivers applied, the waiver records for the report)."""
     today = today or dt.date.today()
-    out, used = [], {w: [] for w in waivers}
+    out: list[Result] = []
+    used: dict[Waiver, list[str]] = {w: [] for w in waivers}
     for r in results:
         w = next((w for w in waivers if w.matches(r.id)), None)
         if w is None or r.status not in PROBLEMS:

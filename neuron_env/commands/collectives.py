@@ -40,6 +40,7 @@ def run(python: str | None, o: CollectivesOptions, launched: bool = False) -> Re
     validate(o)
     path, by = resolve_target(python)
     backend = o.backend or BACKENDS[o.device]
+    note: str | None
     if launched:
         world, note = int(os.environ.get("WORLD_SIZE") or
                           os.environ.get("SLURM_NTASKS") or 1), "launched by torchrun/srun"

@@ -31,7 +31,7 @@ def _argv(command: str) -> list[str]:
 
 
 def apply(rep: Report, confirm: Callable[[list[str]], bool],
-          say: Callable[[str], None]) -> list[dict]:
+          say: Callable[[str], object]) -> list[dict]:
     """Run the safe fixes `confirm` agrees to; what ran, how it ended, and what was left."""
     safe, manual = split(rep)
     out = [{"id": r.id, "command": r.fix_command, "ran": False, "exit_code": None,

@@ -16,7 +16,7 @@ def FleetDocument(body: dict[str, Any], text_view) -> Document:
     return Document(body, text_view, junit=view.junit)
 
 
-def fleet_doctor(opts) -> FleetDocument:
+def fleet_doctor(opts) -> Document:
     from neuron_env.fleet import ssm
 
     entries, source = ssm.run(opts)
@@ -24,7 +24,7 @@ def fleet_doctor(opts) -> FleetDocument:
 
 
 def fleet_report(args: list[str], region: str | None = None,
-                 timeout: float | None = None) -> FleetDocument:
+                 timeout: float | None = None) -> Document:
     from neuron_env.fleet import sources
 
     entries = sources.from_args(args, region, timeout)

@@ -45,7 +45,8 @@ def _about(id_: str, fn) -> str:
 def rows(matrix: str | None) -> list[dict]:
     m = catalog.select(matrix)
     checks.all_ids()  # loads the registry
-    entries = [(i, c, fn) for i, c, fn in checks.REGISTRY]
+    entries: list[tuple[str, str, checks.Check | None]] = [
+        (i, c, fn) for i, c, fn in checks.REGISTRY]
     entries += [(i, c, None) for i, (c, _) in OPT_IN.items()]
     return [{"id": i, "category": c, "category_title": CATEGORIES.get(c, c),
              "about": _about(i, fn) or OPT_IN.get(i, ("", ""))[1],

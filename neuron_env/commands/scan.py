@@ -7,7 +7,7 @@ import contextlib
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from neuron_env.errors import UsageError
@@ -28,8 +28,8 @@ def list_rules(matrix: str | None, select: list[str], ignore: list[str], fmt: st
     return Document(body, views.rules_text)
 
 
-def run(paths: list[str], *, matrix: str | None = None, select: list[str] = (),
-        ignore: list[str] = (), fail_on: str = "warning", exit_zero: bool = False,
+def run(paths: list[str], *, matrix: str | None = None, select: Sequence[str] = (),
+        ignore: Sequence[str] = (), fail_on: str = "warning", exit_zero: bool = False,
         mode: str = "report", jobs: int | None = None, fmt: str = "text",
         progress: Callable[[int, int], None] | None = None) -> Document:
     if fail_on not in FAIL_ON:

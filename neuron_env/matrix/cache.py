@@ -34,7 +34,8 @@ from typing import Any
 
 FORMAT = 1
 _TAG = "$toml-datetime"  # TOML dates and times, which JSON lacks: {"$toml-datetime": [kind, iso]}
-_KINDS = {"datetime": dt.datetime, "date": dt.date, "time": dt.time}
+_KINDS: dict[str, type[dt.date] | type[dt.time]] = {
+    "datetime": dt.datetime, "date": dt.date, "time": dt.time}
 
 
 def directory() -> Path | None:
@@ -48,13 +49,13 @@ def directory() -> Path | None:
     return Path(base) / "matrices"
 
 
-def code_fingerprint() -> list:
+def code_fingerprint() -> list[object]:
     """What decides the parse: neuron-env's version and the modules that parse and check."""
     from neuron_env import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))
     names = ["loader.py", "model.py", "semantics.py", "cache.py", "../util/versions.py"]
-    out: list = [__version__, FORMAT]
+    out: list[object] = [__version__, FORMAT]
     for n in names:
         try:
             st = os.stat(os.path.join(here, n))
@@ -138,14 +139,14 @@ def _mkdirs(d: Path) -> None:
         os.chmod(p, mode)  # the umask may have taken bits away, never added: set them exactly
 
 
-def _encode(value):
+def _encode(value: object) -> dict[str, list[str]]:
     for kind, cls in _KINDS.items():
         if isinstance(value, cls):
             return {_TAG: [kind, value.isoformat()]}
     raise TypeError(f"{type(value).__name__} is no TOML value")
 
 
-def _decode(d: dict):
+def _decode(d: dict[str, Any]) -> dt.date | dt.time | dict[str, Any]:
     if _TAG in d and len(d) == 1:
         kind, text = d[_TAG]
         return _KINDS[kind].fromisoformat(text)
@@ -168,7 +169,8 @@ def get(source: str, text: str) -> dict[str, Any] | None:
             or doc.get("sha256") != _sha(text) or doc.get("code") != code_fingerprint() \
             or not isinstance(doc.get("data"), dict):
         return None
-    return doc["data"]
+    data: dict[str, Any] = doc["data"]
+    return data
 
 
 def put(source: str, text: str, data: dict[str, Any]) -> None:

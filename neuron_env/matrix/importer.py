@@ -155,15 +155,18 @@ def convert(data: dict[str, Any], source: str = "manifest",
     return ImportResult(tuple(out), tuple(skipped), mver, mdate)
 
 
-def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Matrix | str:
+def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: dict[str, bool],
+             oses: tuple[OSEntry, ...], mver: str, mdate: str, source: str) -> Matrix | str:
     Ver(version)
-    byname: dict[str, list[dict]] = {}
+    byname: dict[str, list[dict[str, Any]]] = {}
     for p in packages:
         byname.setdefault(p["name"], []).append(p)
     neuronx = byname.get("torch-neuronx", [])
     if not neuronx:
         return "no torch-neuronx in this release (the native backend starts with 2.33)"
-    pairs, families, pythons = [], set(), []
+    pairs: list[Pair] = []
+    families: set[str] = set()
+    pythons: list[str] = []
     for p in sorted(neuronx, key=lambda p: Ver(p["version"]), reverse=True):
         torch = _torch_of(p["version"])
         if torch is None or any(x.torch == torch for x in pairs):
@@ -172,7 +175,8 @@ def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Ma
                           python=_python_range(p.get("supported_python_versions", []))))
         families |= set(p.get("supported_instances", []))
         pythons += p.get("supported_python_versions", [])
-    if not pairs or not pythons:
+    python = _python_range(pythons)  # None: no Python versions
+    if not pairs or python is None:
         return "torch-neuronx entries carry no torch version or Python versions"
     if "trn1" in families:
         families.add("trn1n")
@@ -196,7 +200,7 @@ def _release(version, packages, whl, pin_major, oses, mver, mdate, source) -> Ma
         summary=(f"XLA-based torch-neuronx (torch_xla, xm.xla_device()); imported from AWS's "
                  f"release manifest {mver} ({mdate}). The manifest states no OS per release: "
                  f"every OS it names is listed."),
-        python=_python_range(pythons), architectures=("x86_64",), instances=tuple(instances),
+        python=python, architectures=("x86_64",), instances=tuple(instances),
         os=oses, pairs=tuple(pairs), companions=tuple(companions),
         indexes=(Index("neuron", whl, tuple(present), "NEURON_ENV_NEURON_INDEX_URL"),
                  Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", ("torch",),

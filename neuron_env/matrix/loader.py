@@ -38,6 +38,8 @@ from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
 
+_Table = dict[str, Any]  # a TOML table as tomllib gives it
+
 _TOML_LINE = r"at line (\d+)"  # compiled on first use (a TOML error)
 MAX_MATRIX = 4 << 20  # a matrix is a few KiB; /dev/zero or a 10 GB file is not one
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -99,14 +101,14 @@ class _Reader:
         self.problems.append(Problem(self.file, path, message, self._line(path)))
 
     # -- structure ------------------------------------------------------------------------------
-    def keys(self, d: dict, path: str, required: set[str], optional: set[str]) -> None:
+    def keys(self, d: _Table, path: str, required: set[str], optional: set[str]) -> None:
         for k in sorted(set(d) - required - optional):
             allowed = ", ".join(sorted(required | optional))
             self.bad(_join(path, k), f"unknown key {k!r}; allowed here: {allowed}")
         for k in sorted(required - set(d)):
             self.bad(_join(path, k), f"required key {k!r} is missing")
 
-    def table(self, d: dict, key: str, path: str, required: bool = True) -> dict:
+    def table(self, d: _Table, key: str, path: str, required: bool = True) -> _Table:
         v = d.get(key)
         if v is None:
             if required and key in d:
@@ -117,7 +119,7 @@ class _Reader:
             return {}
         return v
 
-    def tables(self, d: dict, key: str, path: str, required: bool = False) -> list[dict]:
+    def tables(self, d: _Table, key: str, path: str, required: bool = False) -> list[_Table]:
         v = d.get(key)
         if v is None:
             return []
@@ -129,7 +131,7 @@ class _Reader:
         return v
 
     # -- scalars --------------------------------------------------------------------------------
-    def str_(self, d: dict, key: str, path: str, choices: tuple[str, ...] | None = None,
+    def str_(self, d: _Table, key: str, path: str, choices: tuple[str, ...] | None = None,
              name_like: bool = False) -> str | None:
         if key not in d:
             return None
@@ -151,7 +153,7 @@ class _Reader:
             return None
         return v
 
-    def int_(self, d: dict, key: str, path: str) -> int | None:
+    def int_(self, d: _Table, key: str, path: str) -> int | None:
         if key not in d:
             return None
         v = d[key]
@@ -160,7 +162,7 @@ class _Reader:
             return None
         return v
 
-    def bool_(self, d: dict, key: str, path: str, default: bool | None = None) -> bool | None:
+    def bool_(self, d: _Table, key: str, path: str, default: bool | None = None) -> bool | None:
         if key not in d:
             return default
         v = d[key]
@@ -169,7 +171,7 @@ class _Reader:
             return default
         return v
 
-    def strs(self, d: dict, key: str, path: str, nonempty: bool = False) -> tuple[str, ...]:
+    def strs(self, d: _Table, key: str, path: str, nonempty: bool = False) -> tuple[str, ...]:
         if key not in d:
             return ()
         v = d[key]
@@ -181,7 +183,7 @@ class _Reader:
             self.bad(p, "must list at least one entry")
         return tuple(v)
 
-    def version(self, d: dict, key: str, path: str) -> Ver | None:
+    def version(self, d: _Table, key: str, path: str) -> Ver | None:
         s = self.str_(d, key, path)
         if s is None:
             return None
@@ -191,7 +193,7 @@ class _Reader:
             self.bad(_join(path, key), f"{s!r} is not a valid PEP 440 version (e.g. '2.14.0')")
             return None
 
-    def spec(self, d: dict, key: str, path: str, allow_empty: bool = False) -> Spec | None:
+    def spec(self, d: _Table, key: str, path: str, allow_empty: bool = False) -> Spec | None:
         if key not in d:
             return None
         v = d[key]
@@ -225,7 +227,7 @@ TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "
                 "sources", "torch_companions"}
 
 
-def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
+def _parse(r: _Reader, data: _Table, source: str, bundled: bool) -> Matrix | None:
     r.keys(data, "", TOP_REQUIRED, TOP_OPTIONAL)
     fmt = data.get("format")
     if "format" in data and fmt != FORMAT_VERSION:
@@ -269,7 +271,8 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
         r.bad(path, message)  # reported with the structural problems
     _check_companion_refs(r, sources, torch_companions)
 
-    if r.problems:
+    if (r.problems or release is None or status is None or backend is None or summary is None
+            or python is None):  # each of them None is one of the problems
         return None
     return Matrix(
         release=release, date=date, status=status, backend=backend, summary=summary,
@@ -280,7 +283,7 @@ def _parse(r: _Reader, data: dict, source: str, bundled: bool) -> Matrix | None:
     )
 
 
-def _instances(r: _Reader, data: dict) -> tuple[InstanceFamily, ...]:
+def _instances(r: _Reader, data: _Table) -> tuple[InstanceFamily, ...]:
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "instances", "", required="instances" in data)):
         p = f"instances[{i}]"
@@ -321,7 +324,7 @@ def _instances(r: _Reader, data: dict) -> tuple[InstanceFamily, ...]:
     return tuple(out)
 
 
-def _oses(r: _Reader, data: dict) -> tuple[OSEntry, ...]:
+def _oses(r: _Reader, data: _Table) -> tuple[OSEntry, ...]:
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "os", "", required="os" in data)):
         p = f"os[{i}]"
@@ -340,7 +343,7 @@ def _oses(r: _Reader, data: dict) -> tuple[OSEntry, ...]:
     return tuple(out)
 
 
-def _pairs(r: _Reader, data: dict, python: Spec | None) -> tuple[Pair, ...]:
+def _pairs(r: _Reader, data: _Table, python: Spec | None) -> tuple[Pair, ...]:
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "pairs", "", required="pairs" in data)):
         p = f"pairs[{i}]"
@@ -350,17 +353,17 @@ def _pairs(r: _Reader, data: dict, python: Spec | None) -> tuple[Pair, ...]:
         if nx is not None and not any(s.operator in ("==", "===", "~=") for s in nx):
             r.bad(_join(p, "torch_neuronx"),
                   f"{nx!s} does not pin a family; write e.g. '==2.14.3.0.*'")
-        pair = Pair(torch=torch, torch_neuronx=nx, python=r.spec(d, "python", p),
-                    note=r.str_(d, "note", p))
+        py, note = r.spec(d, "python", p), r.str_(d, "note", p)
         if torch is not None:
             if torch in seen:
                 r.bad(_join(p, "torch"), f"duplicate pair for torch {torch}")
             seen.add(torch)
-        out.append(pair)
+        if torch is not None and nx is not None:  # else a problem already: no matrix is built
+            out.append(Pair(torch=torch, torch_neuronx=nx, python=py, note=note))
     return tuple(out)
 
 
-def _companions(r: _Reader, data: dict) -> tuple[Companion, ...]:
+def _companions(r: _Reader, data: _Table) -> tuple[Companion, ...]:
     out = []
     for i, d in enumerate(r.tables(data, "companions", "")):
         p = f"companions[{i}]"
@@ -374,7 +377,7 @@ def _companions(r: _Reader, data: dict) -> tuple[Companion, ...]:
 _TORCH_MINOR = re.compile(r"^\d+\.\d+$")
 
 
-def _torch_companions(r: _Reader, data: dict) -> tuple[TorchCompanion, ...]:
+def _torch_companions(r: _Reader, data: _Table) -> tuple[TorchCompanion, ...]:
     """[[torch_companions]]: one row per (package, torch minor); each row names its `source`
     or says why it is `assumed` (exactly one of them)."""
     out, seen = [], set()
@@ -398,7 +401,8 @@ def _torch_companions(r: _Reader, data: dict) -> tuple[TorchCompanion, ...]:
     return tuple(out)
 
 
-def _check_companion_refs(r: _Reader, sources, rows) -> None:
+def _check_companion_refs(r: _Reader, sources: tuple[Source, ...],
+                          rows: tuple[TorchCompanion, ...]) -> None:
     ids = {s.id for s in sources}
     for i, c in enumerate(rows):
         if c.source and c.source not in ids:
@@ -406,8 +410,9 @@ def _check_companion_refs(r: _Reader, sources, rows) -> None:
                   f"[[sources]] (declared: {', '.join(sorted(ids)) or 'none'})")
 
 
-def _indexes(r: _Reader, data: dict) -> tuple[Index, ...]:
-    out, owner = [], {}
+def _indexes(r: _Reader, data: _Table) -> tuple[Index, ...]:
+    out: list[Index] = []
+    owner: dict[str, str] = {}
     for i, d in enumerate(r.tables(data, "indexes", "", required="indexes" in data)):
         p = f"indexes[{i}]"
         r.keys(d, p, {"name", "url", "packages"}, {"env"})
@@ -426,17 +431,18 @@ def _indexes(r: _Reader, data: dict) -> tuple[Index, ...]:
     return tuple(out)
 
 
-def _placeholders(r: _Reader, data: dict) -> tuple[Placeholder, ...]:
+def _placeholders(r: _Reader, data: _Table) -> tuple[Placeholder, ...]:
     out = []
     for i, d in enumerate(r.tables(data, "placeholders", "")):
         p = f"placeholders[{i}]"
         r.keys(d, p, {"name", "version"}, set())
-        out.append(Placeholder(name=r.str_(d, "name", p, name_like=True) or "",
-                               version=r.version(d, "version", p)))
+        name, version = r.str_(d, "name", p, name_like=True) or "", r.version(d, "version", p)
+        if version is not None:  # None: a problem already, the matrix is not built
+            out.append(Placeholder(name=name, version=version))
     return tuple(out)
 
 
-def _limitations(r: _Reader, data: dict) -> tuple[Limitation, ...]:
+def _limitations(r: _Reader, data: _Table) -> tuple[Limitation, ...]:
     out = []
     for i, d in enumerate(r.tables(data, "limitations", "")):
         p = f"limitations[{i}]"
@@ -445,7 +451,7 @@ def _limitations(r: _Reader, data: dict) -> tuple[Limitation, ...]:
     return tuple(out)
 
 
-def _driver(r: _Reader, data: dict) -> Driver:
+def _driver(r: _Reader, data: _Table) -> Driver:
     if "driver" not in data:
         return Driver()
     d = r.table(data, "driver", "")
@@ -463,7 +469,7 @@ def _driver(r: _Reader, data: dict) -> Driver:
                   pci_vendor=r.str_(d, "pci_vendor", "driver"), apt=tuple(apt))
 
 
-def _str_table(r: _Reader, data: dict, key: str) -> tuple[tuple[str, str], ...]:
+def _str_table(r: _Reader, data: _Table, key: str) -> tuple[tuple[str, str], ...]:
     t = r.table(data, key, "", required=False)
     out = []
     for k, v in t.items():
@@ -481,7 +487,7 @@ SECTIONS = ("python", "instances", "os", "pairs", "companions", "torch_companion
 MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami")
 
 
-def _os_extra(r: _Reader, d: dict, p: str) -> dict:
+def _os_extra(r: _Reader, d: _Table, p: str) -> _Table:
     out = {"build_from_source": r.bool_(d, "build_from_source", p),
            "new_dlamis": r.bool_(d, "new_dlamis", p), "source": r.str_(d, "source", p),
            "disputed_status": r.str_(d, "disputed_status", p, OS_STATUSES),
@@ -491,7 +497,7 @@ def _os_extra(r: _Reader, d: dict, p: str) -> dict:
     return out
 
 
-def _sources(r: _Reader, data: dict) -> tuple[Source, ...]:
+def _sources(r: _Reader, data: _Table) -> tuple[Source, ...]:
     raw = r.tables(data, "sources", "")
     if not raw and "sources" not in data:
         r.bad("sources", "the matrix names no [[sources]]: every fact needs the page or "
@@ -530,7 +536,8 @@ def toml() -> ModuleType:
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
         import tomli as tomllib
-    return tomllib
+    reader: ModuleType = tomllib
+    return reader
 
 
 def parse_text(text: str, source: str = "<string>", bundled: bool = False,

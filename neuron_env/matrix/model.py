@@ -194,7 +194,7 @@ class Matrix:
         fam = self.family(family_of(name))
         return fam, fam.type(name) if fam else None
 
-    def os_entry(self, os_id: str, version: str) -> OSEntry | None:
+    def os_entry(self, os_id: str | None, version: str) -> OSEntry | None:
         return next((o for o in self.os if o.id == os_id and o.version == version), None)
 
     def index_for(self, package: str) -> Index | None:

@@ -15,10 +15,10 @@ def index_overrides(m: Matrix, flags: dict[str, str | None] | None = None
                     ) -> dict[str, tuple[str, str]]:
     """Index name -> (overriding URL, what set it): the flag first, then the index's
     environment variable (doctor and install read overrides only through here)."""
-    out = {}
+    out: dict[str, tuple[str, str]] = {}
     for idx in m.indexes:
-        if (flags or {}).get(idx.name):
-            out[idx.name] = (flags[idx.name], INDEX_FLAGS.get(idx.name, "flag"))
+        if (url := (flags or {}).get(idx.name)):
+            out[idx.name] = (url, INDEX_FLAGS.get(idx.name, "flag"))
         elif idx.env and os.environ.get(idx.env):
             out[idx.name] = (os.environ[idx.env], idx.env)
     return out

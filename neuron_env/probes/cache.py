@@ -48,7 +48,7 @@ def _inspect(root: Root, var: str, path: str, from_env: bool, confirmed: bool) -
         free = shutil.disk_usage(base).free
     except OSError:
         free = None
-    versions = ()
+    versions: tuple[str, ...] = ()
     if is_dir:
         try:
             versions = tuple(sorted({m.group(1) for e in f.iterdir()

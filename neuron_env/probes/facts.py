@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.probes.cache import CacheDir, probe_cache
 from neuron_env.probes.container import ContainerFacts, probe_container
 from neuron_env.probes.efa import EfaFacts, probe_efa
@@ -14,6 +16,9 @@ from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
 from neuron_env.probes.tools import ToolsFacts, image_path, probe_tools
 from neuron_env.util.record import factory, record
 
+if TYPE_CHECKING:
+    from neuron_env.aws.facts import AwsFacts
+
 
 @record
 class HostFacts:
@@ -25,7 +30,7 @@ class HostFacts:
     target: TargetFacts
     driver: DriverFacts
     neuron_ls: NeuronLsFacts | None  # None under --root: it would describe the real host
-    aws: object | None = None  # aws.NeuronInfo, with --aws
+    aws: AwsFacts | None = None  # with --aws
     pythons: tuple[tuple[str, str], ...] = ()  # (path, X.Y) found on the host (fix lines)
     uv: str | None = None  # uv on PATH (fix lines)
     env: EnvFacts = factory(EnvFacts)

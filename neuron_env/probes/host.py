@@ -6,10 +6,14 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
 from neuron_env.util.record import factory, record
 from neuron_env.util.text import escape_controls
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 MAX_READ = 1 << 20  # no host file we read is anywhere near this; a bigger one is not ours
 
@@ -118,7 +122,7 @@ def probe_arch(root: Root) -> tuple[str | None, str]:
         except OSError:
             continue
         if len(head) == 20 and head[:4] == b"\x7fELF":
-            order = "little" if head[5] == 1 else "big"
+            order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
             machine = int.from_bytes(head[18:20], order)
             return ELF_MACHINES.get(machine, f"elf-machine-{machine:#x}"), f"ELF {rel}"
     return None, "no ELF binary (usr/bin/env, bin/sh) under the root"

@@ -53,7 +53,9 @@ def image_path(root: Root) -> str:
 
 def probe_tools(root: Root, path_env: str | None, venv_prefix: str | None = None) -> ToolsFacts:
     dirs = [d for d in (path_env or "").split(os.pathsep) if d]
-    on_path, in_bin, in_venv = {}, {}, {}
+    on_path: dict[str, str | None] = {}
+    in_bin: dict[str, bool] = {}
+    in_venv: dict[str, str | None] = {}
     for t in TOOLS:
         on_path[t] = next((p for d in dirs if (p := _executable(root, d, t))), None)
         in_bin[t] = _executable(root, NEURON_BIN, t) is not None

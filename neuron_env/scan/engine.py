@@ -6,26 +6,29 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from neuron_env.scan import fixes, pyscan, ruleset, shscan, source
 from neuron_env.scan.walk import MAX_BYTES, Task
 from neuron_env.util.files import FileProblem, read_head
 
-_STATE: dict = {}
+_STATE: dict[str, Any] = {}
 UTF_BOMS = tuple(b for b, _ in source.BOMS)
+# (rule id, line, column, end line, end column, fixable, message, fingerprint)
+Hit = tuple[str, int, int, int, int, bool, str | None, str | None]
 
 
-def init(rules_path: str, enabled: frozenset, want_fix: bool) -> None:
+def init(rules_path: str, enabled: frozenset[str], want_fix: bool) -> None:
     """Load the rules once per process (pool initializer, or in-process)."""
     _STATE.update(rs=ruleset.load(Path(rules_path)), enabled=set(enabled), want_fix=want_fix)
 
 
-def scan_task(task: Task) -> dict:
-    out = {"path": task.rel, "abs": task.path, "kind": task.kind, "lines": 0, "hits": [],
-           "skipped": None, "new_text": None, "old_text": None, "encoding": None,
-           "edits": 0}
+def scan_task(task: Task) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": task.rel, "abs": task.path, "kind": task.kind, "lines": 0, "hits": [],
+        "skipped": None, "new_text": None, "old_text": None, "encoding": None, "edits": 0}
     try:  # regular files only (a FIFO swapped in since the walk never blocks), capped
         data = read_head(task.path, MAX_BYTES + 1)
     except FileProblem as e:
@@ -44,7 +47,7 @@ def scan_task(task: Task) -> dict:
     out["lines"] = dec.text.count("\n") + 1
     out["encoding"] = dec.encoding
     rs, enabled = _STATE["rs"], _STATE["enabled"]
-    hits = []
+    hits: list[Hit] = []
     if dec.note and "scan.encoding" in enabled:
         hits.append(("scan.encoding", 1, 1, 1, 1, False, dec.note, None))
     if task.kind == "python":
@@ -56,7 +59,7 @@ def scan_task(task: Task) -> dict:
     return out
 
 
-def _python(task: Task, dec: source.Decoded, out: dict) -> list[tuple]:
+def _python(task: Task, dec: source.Decoded, out: dict[str, Any]) -> list[Hit]:
     rs, enabled = _STATE["rs"], _STATE["enabled"]
     try:
         tree = ast.parse(dec.text, filename=task.rel)
@@ -76,16 +79,17 @@ def _python(task: Task, dec: source.Decoded, out: dict) -> list[tuple]:
     lines = fixes.Lines(dec.text)
     fixes.note_fstrings(tree, lines)
     want_fix = _STATE["want_fix"] and not dec.lossy
-    hits, edits = [], []
+    hits: list[Hit] = []
+    edits: list[fixes.Edit] = []
     for rid, node in raw:
         rule = rs.rules[rid]
-        e = fixes.edit(rule, node, lines) if rule.fix else None
-        if e is not None and want_fix:
-            edits.append(e)
-        line, end_line = node.lineno, node.end_lineno
-        col = lines.column(line, node.col_offset) + 1
-        end_col = lines.column(end_line, node.end_col_offset) + 1
-        hits.append((rid, line, col, end_line, end_col, e is not None, None,
+        fix = fixes.edit(rule, node, lines) if rule.fix else None
+        if fix is not None and want_fix:
+            edits.append(fix)
+        line, byte_col, end_line, end_byte_col = fixes.position(node)
+        col = lines.column(line, byte_col) + 1
+        end_col = lines.column(end_line, end_byte_col) + 1
+        hits.append((rid, line, col, end_line, end_col, fix is not None, None,
                      _fingerprint(rid, lines.line(line))))
     if edits:
         new, count = fixes.apply(dec.text, edits, fixes.import_point(tree, lines),
@@ -103,10 +107,11 @@ def default_jobs(n_files: int) -> int:
 
 
 def run(tasks: list[Task], rules_path: str, enabled: set[str], want_fix: bool,
-        jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[dict]:
+        jobs: int | None = None, progress: Callable[[int, int], None] | None = None
+        ) -> list[dict[str, Any]]:
     jobs = jobs or default_jobs(len(tasks))
     args = (rules_path, frozenset(enabled), want_fix)
-    results: list[dict] = []
+    results: list[dict[str, Any]] = []
     if jobs <= 1 or len(tasks) <= 1:
         init(*args)
         it = map(scan_task, tasks)
@@ -119,7 +124,9 @@ def run(tasks: list[Task], rules_path: str, enabled: set[str], want_fix: bool,
                         results)
 
 
-def _collect(it, total: int, progress, results: list[dict]) -> list[dict]:
+def _collect(it: Iterable[dict[str, Any]], total: int,
+             progress: Callable[[int, int], None] | None,
+             results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, r in enumerate(it, 1):
         results.append(r)
         if progress is not None:

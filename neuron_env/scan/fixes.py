@@ -10,6 +10,7 @@ from neuron_env.scan.ruleset import Rule
 
 STRING = re.compile(r"""^(?P<p>[rRuU]?)(?P<q>'|")(?P<s>[^'"\\\n]*)(?P=q)$""")
 SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+Edit = tuple[int, int, str, bool]  # (start, end, new text, needs `import torch`)
 
 
 class Lines:
@@ -37,17 +38,26 @@ class Lines:
         return self.starts[n - 1] + self.column(n, byte_col)
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.offset(node.lineno, node.col_offset),
-                self.offset(node.end_lineno, node.end_col_offset))
+        line, col, end_line, end_col = position(node)
+        return self.offset(line, col), self.offset(end_line, end_col)
 
 
-def edit(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str, bool] | None:
+def position(node: ast.AST) -> tuple[int, int, int, int]:
+    """(line, byte column, end line, end byte column) of a parsed statement or expression (what
+    the Analyzer reports): ast.parse gives them all four."""
+    if (not isinstance(node, (ast.expr, ast.stmt)) or node.end_lineno is None
+            or node.end_col_offset is None):
+        raise TypeError(f"{type(node).__name__} has no source position")
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+def edit(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
     """(start, end, new text, needs `import torch`) or None when this occurrence is not safe."""
     fixer = FIXERS.get(rule.fix or "")
     return None if fixer is None else fixer(rule, node, lines)
 
 
-def _string(rule: Rule, node: ast.AST, lines: Lines):
+def _string(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
     if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
         return None
     a, b = lines.span(node)
@@ -79,7 +89,7 @@ def quote_for(lines: Lines, a: int, b: int) -> str | None:
     return next((q for q in ('"', "'") if q not in used), None)
 
 
-def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str, bool] | None:
+def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
     if not isinstance(node, ast.Call) or node.args or node.keywords:
         return None
     a, b = lines.span(node)
@@ -87,7 +97,7 @@ def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> tuple[int, int, str
     return None if q is None else (a, b, f"torch.device({q}neuron{q})", True)
 
 
-def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines):
+def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
     if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords or \
             isinstance(node.args[0], ast.Starred):
         return None
@@ -102,7 +112,7 @@ def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines):
 FIXERS = {"string": _string, "device_call": _device_call, "optimizer_step": _optimizer_step}
 
 
-def apply(text: str, edits: list[tuple[int, int, str, bool]], import_at: int | None,
+def apply(text: str, edits: list[Edit], import_at: int | None,
           has_torch: bool) -> tuple[str, int]:
     """The text with the non-overlapping edits applied (the first of overlapping ones wins;
     a later --fix run takes the rest) and `import torch` added where an edit needs it.

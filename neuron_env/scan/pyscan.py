@@ -8,12 +8,17 @@ after it is imported)."""
 from __future__ import annotations
 
 import ast
+import sys
 
 from neuron_env.scan.ruleset import Ruleset
 
 A, N, C, K, S = ast.Attribute, ast.Name, ast.Call, ast.Constant, ast.Starred
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+if sys.version_info >= (3, 11):
+    TRIES = (ast.Try, ast.TryStar)
+else:
+    TRIES = (ast.Try,)
 ENV_CALLS = {"os.getenv", "os.environ.get", "os.environ.setdefault", "os.environ.pop",
              "os.putenv", "os.unsetenv"}
 DEVICE_KW = ("device", "map_location")
@@ -31,7 +36,7 @@ class Analyzer:
     def __init__(self, rs: Ruleset, enabled: set[str], text: str, package: str = "") -> None:
         self.rs, self.enabled, self.text, self.package = rs, enabled, text, package
         self.hits: list[tuple[str, ast.AST]] = []
-        self.deferred: list[tuple[ast.AST, Scope]] = []
+        self.deferred: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, Scope]] = []
         self.roots = {p.split(".")[0] for p in (*rs.names, *rs.prefixes, *rs.calls)}
         self.roots.add("os")
         self.module_binds_torch = False
@@ -39,7 +44,8 @@ class Analyzer:
     # -- names -----------------------------------------------------------------------------
     def resolve(self, name: str, scope: Scope) -> tuple[str | None, bool]:
         """(qualified name, bound by an import). (None, False): a local that shadows."""
-        s, first = scope, True
+        s: Scope | None = scope
+        first = True
         while s is not None:
             if (first or not s.is_class) and name in s.names:
                 q = s.names[name]
@@ -67,43 +73,43 @@ class Analyzer:
 
     def stmt(self, st: ast.stmt, scope: Scope) -> None:
         t = type(st)
-        if t is ast.Import:
+        if type(st) is ast.Import:
             self.import_(st, scope)
-        elif t is ast.ImportFrom:
+        elif type(st) is ast.ImportFrom:
             self.import_from(st, scope)
-        elif t in FUNCS:
+        elif isinstance(st, FUNCS):
             self.define(st, scope)
-        elif t is ast.ClassDef:
+        elif type(st) is ast.ClassDef:
             for x in (*st.decorator_list, *st.bases, *(k.value for k in st.keywords)):
                 self.expr(x, scope)
             inner = Scope(scope, is_class=True)
             self.body(st.body, inner)
             scope.names[st.name] = None
-        elif t is ast.Assign:
+        elif type(st) is ast.Assign:
             self.expr(st.value, scope)
             fallback = type(st.value) is K and st.value.value is None
             for tg in st.targets:
                 self.bind(tg, scope, keep_imports=fallback)
-        elif t is ast.AnnAssign or t is ast.AugAssign:
+        elif type(st) is ast.AnnAssign or type(st) is ast.AugAssign:
             if st.value is not None:
                 self.expr(st.value, scope)
             self.bind(st.target, scope)
-        elif t is ast.For or t is ast.AsyncFor:
+        elif type(st) is ast.For or type(st) is ast.AsyncFor:
             self.expr(st.iter, scope)
             self.bind(st.target, scope)
             self.body(st.body, scope)
             self.body(st.orelse, scope)
-        elif t is ast.While or t is ast.If:
+        elif type(st) is ast.While or type(st) is ast.If:
             self.expr(st.test, scope)
             self.body(st.body, scope)
             self.body(st.orelse, scope)
-        elif t is ast.With or t is ast.AsyncWith:
+        elif type(st) is ast.With or type(st) is ast.AsyncWith:
             for it in st.items:
                 self.expr(it.context_expr, scope)
                 if it.optional_vars is not None:
                     self.bind(it.optional_vars, scope)
             self.body(st.body, scope)
-        elif t is ast.Try or t.__name__ == "TryStar":
+        elif isinstance(st, TRIES):
             self.body(st.body, scope)
             for h in st.handlers:
                 if h.type is not None:
@@ -113,7 +119,7 @@ class Analyzer:
                 self.body(h.body, scope)
             self.body(st.orelse, scope)
             self.body(st.finalbody, scope)
-        elif t.__name__ == "Match":
+        elif type(st) is ast.Match:
             self.expr(st.subject, scope)
             for case in st.cases:
                 if case.guard is not None:
@@ -124,14 +130,13 @@ class Analyzer:
                 self.child(getattr(st, f, None), scope)
 
     def bind(self, target: ast.AST, scope: Scope, keep_imports: bool = False) -> None:
-        t = type(target)
-        if t is N:
+        if type(target) is N:
             if not (keep_imports and scope.names.get(target.id)):
                 scope.names[target.id] = None
-        elif t is ast.Tuple or t is ast.List:
+        elif type(target) is ast.Tuple or type(target) is ast.List:
             for e in target.elts:
                 self.bind(e, scope)
-        elif t is S:
+        elif type(target) is S:
             self.bind(target.value, scope)
         else:  # an attribute or a subscript (os.environ["X"] = ...): an expression
             self.expr(target, scope)
@@ -167,7 +172,7 @@ class Analyzer:
         base = parts[:len(parts) - (level - 1)]
         return ".".join([*base, module] if module else base)
 
-    def define(self, fn: ast.AST, scope: Scope) -> None:
+    def define(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
         args = fn.args
         for x in (*fn.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d)):
             self.expr(x, scope)
@@ -179,7 +184,7 @@ class Analyzer:
         scope.names[fn.name] = None
         self.deferred.append((fn, scope))
 
-    def function(self, fn: ast.AST, outer: Scope) -> None:
+    def function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, outer: Scope) -> None:
         inner = Scope(outer)
         a = fn.args
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
@@ -200,27 +205,28 @@ class Analyzer:
         t = type(node)
         if t is A or t is N:
             self.ref(node, scope)
-        elif t is C:
+        elif type(node) is C:
             self.call(node, scope)
         elif t is K:
             return
-        elif t is ast.Subscript:
+        elif type(node) is ast.Subscript:
             self.subscript(node, scope)
-        elif t is ast.Lambda:
+        elif type(node) is ast.Lambda:
             inner = Scope(scope)
             for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
                 inner.names[p.arg] = None
             self.expr(node.body, inner)
-        elif t in COMPS:
+        elif isinstance(node, COMPS):
             self.comprehension(node, scope)
-        elif t is ast.NamedExpr:
+        elif type(node) is ast.NamedExpr:
             self.expr(node.value, scope)
             scope.names[node.target.id] = None
         else:
             for f in _FIELDS.get(t) or _fields(t):
                 self.child(getattr(node, f, None), scope)
 
-    def comprehension(self, node: ast.AST, scope: Scope) -> None:
+    def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                      scope: Scope) -> None:
         inner = Scope(scope)
         for i, gen in enumerate(node.generators):
             self.expr(gen.iter, scope if i == 0 else inner)
@@ -302,7 +308,8 @@ class Analyzer:
         if type(node) is K and type(node.value) is str:
             self.hit(self.rs.match_device(node.value), node)
 
-    def conditions(self, q: str, args: list, kws: list, node: ast.AST, scope: Scope) -> None:
+    def conditions(self, q: str, args: list[ast.expr], kws: list[ast.keyword], node: ast.AST,
+                   scope: Scope) -> None:
         for c in self.rs.calls[q]:
             value, known = _argument(args, kws, c.arg, c.position)
             if not known:
@@ -318,7 +325,7 @@ class Analyzer:
                 self.hit(c.rule, value)
 
 
-def _cond(kind: str, values: tuple, v: object) -> bool:
+def _cond(kind: str, values: tuple[str, ...], v: object) -> bool:
     if kind == "equals":
         return any(type(v) is type(e) and v == e for e in values)
     if type(v) is not str:
@@ -328,7 +335,8 @@ def _cond(kind: str, values: tuple, v: object) -> bool:
     return kind == "prefix" and v.startswith(values)
 
 
-def _argument(args: list, kws: list, name: str, position: int | None):
+def _argument(args: list[ast.expr], kws: list[ast.keyword], name: str,
+              position: int | None) -> tuple[ast.expr | None, bool]:
     """(value node or None, whether the call's arguments can be known statically)."""
     for kw in kws:
         if kw.arg == name:
@@ -342,9 +350,9 @@ def _argument(args: list, kws: list, name: str, position: int | None):
 # the fields of a node type that can hold expressions (not contexts, operators, names)
 _SKIP = {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level",
          "type_comment", "conversion", "kind", "value_is_str"}
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(t: type) -> tuple[str, ...]:
+def _fields(t: type[ast.AST]) -> tuple[str, ...]:
     got = _FIELDS[t] = tuple(f for f in t._fields if f not in _SKIP) or ("_none",)
     return got

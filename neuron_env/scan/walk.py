@@ -228,7 +228,7 @@ def _rel(p: Path, top: Path) -> str:
     return "" if r == "." else r
 
 
-def discover(paths: list[str], cwd: str | None = None) -> tuple[list[Task], list[dict]]:
+def discover(paths: list[str], cwd: str | None = None) -> tuple[list[Task], list[dict[str, str]]]:
     w = Walker(cwd)
     for p in paths:
         w.root(p)

@@ -100,7 +100,9 @@ def _pdeathsig() -> None:
     try:
         import _ctypes
 
-        fn, call = _ctypes.dlsym(_ctypes.dlopen(None), "prctl"), _ctypes.call_function
+        # dlopen(None): the program itself (typeshed allows only a path)
+        handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+        fn, call = _ctypes.dlsym(handle, "prctl"), _ctypes.call_function
     except (ImportError, AttributeError, OSError):
         import ctypes
 
@@ -158,22 +160,32 @@ class _Child:
         self.timed_out = False
         self.sel: selectors.BaseSelector | None = None
 
+    @property
+    def _started(self) -> subprocess.Popen[bytes]:
+        """The child, for the methods `wait` and `poll` call once they know it started."""
+        if self.proc is None:
+            raise RuntimeError(f"{self.argv[0]} never started")
+        return self.proc
+
     def _feed_input(self) -> None:
         # written whole before reading: fine for the small inputs it is for (< 64 KiB, a pipe)
-        if self.proc.stdin is None or self.proc.stdin.closed:
+        stdin = self._started.stdin
+        if stdin is None or stdin.closed:
             return
         with contextlib.suppress(BrokenPipeError, OSError):
             if self.input:
-                self.proc.stdin.write(self.input)
-            self.proc.stdin.close()
+                stdin.write(self.input)
+            stdin.close()
 
     def _selector(self) -> selectors.BaseSelector:
         """The one selector over this child's pipes (made on first use, closed by `wait`)."""
         if self.sel is None:
             self.sel = selectors.DefaultSelector()
-            self.sel.register(self.proc.stdout, selectors.EVENT_READ, self.out)
-            if self.proc.stderr is not None:
-                self.sel.register(self.proc.stderr, selectors.EVENT_READ, self.err)
+            proc = self._started
+            if proc.stdout is not None:  # always a pipe
+                self.sel.register(proc.stdout, selectors.EVENT_READ, self.out)
+            if proc.stderr is not None:
+                self.sel.register(proc.stderr, selectors.EVENT_READ, self.err)
         return self.sel
 
     def _read_ready(self, sel, wait: float) -> bool:
@@ -210,9 +222,9 @@ class _Child:
         while sel.get_map():
             now = time.monotonic()
             if now >= self.deadline:
-                self.timed_out = self.proc.poll() is None
+                self.timed_out = self._started.poll() is None
                 break
-            if exited_at is None and self.proc.poll() is not None:
+            if exited_at is None and self._started.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > GRACE:
                 break  # a grandchild holds the pipe: stop reading, it is not ours to wait

@@ -25,6 +25,10 @@ packaging's own objects; keep one kind in a set or as dict keys (neuron-env uses
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
         "==": operator.eq, "!=": operator.ne}
@@ -144,7 +148,7 @@ class Ver:
 
     @property
     def base_version(self) -> str:
-        return ".".join(map(str, self.release)) if self._own else self._pk.base_version
+        return ".".join(map(str, self.release)) if self._own else self.real().base_version
 
     @property
     def is_postrelease(self) -> bool:
@@ -234,22 +238,26 @@ class Spec:
     """packaging.specifiers.SpecifierSet for neuron-env's purposes (module docstring)."""
 
     __slots__ = ("_items", "_real")
+    _items: list[SpecItem] | None  # None: packaging's SpecifierSet (_real) answers
+    _real: SpecifierSet | None
 
     def __init__(self, text: str = "") -> None:
-        items, seen = [], set()
+        items: list[SpecItem] = []
+        seen: set[tuple[str, str]] = set()
+        own = True  # False: a specifier (or a repeated one) only packaging answers
         for part in (p.strip() for p in text.split(",")):
             m = _item(part) if part else None
             if part and m is None:
-                items = None
+                own = False
                 break
             if m:
                 item = SpecItem(*m)
                 if item.canonical() in seen:  # packaging keeps one of equal specifiers
-                    items = None
+                    own = False
                     break
                 seen.add(item.canonical())
                 items.append(item)
-        if items is None:
+        if not own:
             from packaging.specifiers import SpecifierSet
 
             self._items, self._real = None, SpecifierSet(text)
@@ -280,7 +288,7 @@ class Spec:
         return iter(self._items if self._items is not None else self._real)
 
     def __len__(self) -> int:
-        return len(self._items) if self._items is not None else len(self._real)
+        return len(self._items if self._items is not None else self.real())
 
     def __str__(self) -> str:
         return ",".join(map(str, self._items)) if self._items is not None else str(self._real)
@@ -292,10 +300,10 @@ class Spec:
         """The set's identity when every specifier is one answered here, else None."""
         items = self._items
         if items is None:  # e.g. `==1.2,==1.2.0`: packaging kept one simple specifier
-            items = [Spec(str(s))._items for s in self._real]
-            if any(i is None for i in items):
+            parts = [Spec(str(s))._items for s in self.real()]
+            if any(i is None for i in parts):
                 return None
-            items = [i[0] for i in items]
+            items = [i[0] for i in parts if i is not None]
         return frozenset(s.canonical() for s in items)
 
     def __hash__(self) -> int:
