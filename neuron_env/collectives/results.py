@@ -8,7 +8,7 @@ from __future__ import annotations
 from neuron_env.collectives.runner import CollectivesRun, RankOutcome
 from neuron_env.report.model import Result
 
-DOCS = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
+DOCS = "https://github.com/NVIDIA/nccl-tests/tree/master/doc"  # its performance notes
 
 
 def human(n: int) -> str:

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, ev
 from _shared import emit, step, sync
 
 # nccl-tests' bus-bandwidth factors (n = world size), as docs/collectives.md lists them; source:
-# https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md
+# https://github.com/NVIDIA/nccl-tests/tree/master/doc (its performance notes)
 FACTORS = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,

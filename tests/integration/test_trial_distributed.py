@@ -140,6 +140,8 @@ def test_cost_from_the_table_and_a_baseline_side_by_side(torch_python, tmp_path)
     assert "usage.ai" in cost["details"]["price"]["reference"]
     saved = json.loads(base.read_text())
     assert saved["schema"] == "neuron-env.trial-cost-baseline/1" and saved["usd_per_hour"] == 32.77
+    jsonschema.validate(saved, json.loads(
+        (REPO / "neuron_env/schemas/trial-cost-baseline.schema.json").read_text()))
     p, _ = trial(torch_python, "builtin:mlp", "--world-size", "2", "--instance-type",
                  "trn1.32xlarge", "--baseline", str(base), fmt="markdown")
     assert p.returncode == 0, p.stdout + p.stderr

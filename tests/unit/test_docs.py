@@ -181,7 +181,7 @@ def test_every_file_the_docs_cite_exists() -> None:
 def test_the_citation_scanner_sees_what_it_must() -> None:
     """The patterns catch real citations and leave runtime paths and URLs alone."""
     line = ("see DESIGN.md, docs/nowhere.md, `neuron_env/util/proc.py` and matrices/FORMAT.md; "
-            "not matrices/neuron-<release>.toml, https://x.org/docs/PERFORMANCE.md, "
+            "not matrices/neuron-<release>.toml, https://x.org/docs/TUNING.md, "
             "/var/log/neuron-env/ or <prefix>/tests/x.py")
     assert OUTSIDE.findall(line) == []
     assert [m.group(1) for m in REPO_PATH.finditer(line)] == [

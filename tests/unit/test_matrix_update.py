@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from neuron_env.errors import ConfigurationError
@@ -57,6 +59,26 @@ def test_manifest_parse() -> None:
                 b'"matrices": [{"url": "a"}]}', b"{nope"):
         with pytest.raises(ConfigurationError):
             upd._manifest("u", bad)
+
+
+def test_manifest_schema_agrees_with_the_reader() -> None:
+    """neuron_env/schemas/matrix-manifest.schema.json accepts what _manifest accepts and
+    refuses what it refuses."""
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / "neuron_env/schemas/matrix-manifest.schema.json").read_text())
+    ok = {"schema": upd.MANIFEST_SCHEMA, "matrices": [{"url": "a", "sha256": "ab" * 32}]}
+    jsonschema.validate(ok, schema)
+    assert upd._manifest("u", json.dumps(ok).encode())
+    bad_docs = [{"schema": "other", "matrices": ok["matrices"]},
+                {"schema": upd.MANIFEST_SCHEMA, "matrices": []},
+                {"schema": upd.MANIFEST_SCHEMA, "matrices": [{"url": "a"}]},
+                {"schema": upd.MANIFEST_SCHEMA, "matrices": [{"url": "a", "sha256": "0" * 63}]},
+                {"schema": upd.MANIFEST_SCHEMA, "matrices": [{"url": "", "sha256": "0" * 64}]}]
+    for bad in bad_docs:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+        with pytest.raises(ConfigurationError):
+            upd._manifest("u", json.dumps(bad).encode())
 
 
 def test_plan_never_worse(tmp_path: Path) -> None:
