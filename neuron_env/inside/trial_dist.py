@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, ev
 from _shared import step as marker
 from _shared import sync
 from _trial_common import Usage
-from _trial_models import import_callable
+from _trial_models import builtin_conv, import_callable  # conv: no targets, one loss
 
 PROTOCOL = ("the callable returns (model, example_inputs[, loss_fn]); under --world-size the "
             "batch is dimension 0 of every input and a loss_fn that needs targets takes "
@@ -57,14 +57,6 @@ def builtin_mlp(torch):
                           nn.Linear(256, 10))
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
     return model, (x,), lambda out, sl: nn.functional.cross_entropy(out, y[sl].to(out.device))
-
-
-def builtin_conv(torch):
-    nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3,
-                          stride=2, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-                          nn.Flatten(), nn.Linear(32, 10))
-    return model, (torch.randn(8, 3, 32, 32),)
 
 
 def builtin_transformer_block(torch):
