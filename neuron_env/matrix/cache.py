@@ -96,8 +96,9 @@ def _warn(path: Path, why: str) -> None:
 
 
 def _read_trusted(path: Path) -> str | None:
-    """The entry's text when it is ours: a regular file (never through a symlink), owned by
-    this user or root, writable by no one else. Else None (a warning when it is there)."""
+    """The entry's text when it is ours: a regular file (never through a symlink) that passes
+    util.trust (owned by this user or root, writable by no one else). Else None (a warning
+    when it is there)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -110,11 +111,10 @@ def _read_trusted(path: Path) -> str | None:
         if not stat.S_ISREG(st.st_mode):
             _warn(path, "not a regular file")
             return None
-        if st.st_uid not in (os.geteuid(), 0):
-            _warn(path, f"owned by uid {st.st_uid}, not by this user")
-            return None
-        if st.st_mode & 0o022:
-            _warn(path, f"writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
+        from neuron_env.util.trust import why_untrusted
+
+        if (why := why_untrusted(st)) is not None:
+            _warn(path, why)
             return None
         os.set_blocking(fd, True)
         chunks = []

@@ -69,9 +69,25 @@ def user_dir() -> Path | None:
     return Path(base) / "neuron-env" / "matrices"
 
 
-def scan(directory: Path, bundled: bool = False, origin: str = "") -> list[Entry]:
-    """Matrix files in `directory`, newest release first."""
+def untrusted_user_dir(directory: Path) -> str | None:
+    """Why the user's matrix directory must be ignored (util.trust: owned by another user, or
+    writable by group or others), or None."""
+    from neuron_env.util.trust import why_untrusted_path
+
+    return why_untrusted_path(directory, kind="dir")
+
+
+def scan(directory: Path, bundled: bool = False, origin: str = "",
+         trust: bool = False) -> list[Entry]:
+    """Matrix files in `directory`, newest release first. trust: the directory and each file
+    must pass util.trust (the user's matrix directory, found from the environment); what does
+    not is left out with a warning naming it and why."""
+    from neuron_env.util.trust import warn_untrusted, why_untrusted_path
+
     out = []
+    if trust and (why := untrusted_user_dir(directory)):
+        warn_untrusted("the user matrix directory", directory, why)
+        return []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -83,6 +99,9 @@ def scan(directory: Path, bundled: bool = False, origin: str = "") -> list[Entry
         try:
             _version(m.group("release"))
         except ValueError:
+            continue
+        if trust and (why := why_untrusted_path(directory / name, kind="file")):
+            warn_untrusted("the matrix file", directory / name, why)
             continue
         out.append(Entry(m.group("release"), directory / name, bundled,
                          origin or ("bundled" if bundled else "dir")))
@@ -103,12 +122,12 @@ def available(extra_dirs: list[Path] | None = None) -> list[Entry]:
         entries += found
     user = user_dir()
     if user is not None:
-        entries += scan(user, origin="user")
+        entries += scan(user, origin="user", trust=True)
     entries += scan(bundled_dir(), bundled=True)
     seen, out = set(), []
     for e in entries:  # an extra directory shadows a bundled release of the same number
-        if e.release not in seen:
-            seen.add(e.release)
+        if e.version not in seen:  # 2.33.0 is 2.33: one of them, the first found
+            seen.add(e.version)
             out.append(e)
     return sorted(out, key=lambda e: e.version, reverse=True)
 

@@ -79,22 +79,37 @@ def split_pin(url: str) -> tuple[str, str | None]:
 
 # --- I/O: bounded reads from file://, http(s)://, s3:// -----------------------------------
 
+def _shown(url: str) -> str:
+    from neuron_env.util.redact import mask
+
+    return str(mask(url))
+
+
 def read_url(url: str, limit: int, *, ca_bundle: str | None = None,
              timeout: float = 30.0) -> bytes:
-    """At most `limit` bytes of `url`; more is refused, not truncated."""
-    scheme = urllib.parse.urlsplit(url).scheme
+    """At most `limit` bytes of `url`; more is refused, not truncated. The URL is checked
+    first (a clear exit 2 for a malformed one); an HTTP(S) or S3 read ends by `timeout`
+    whatever the server does (exit 4)."""
+    from neuron_env.util.bounded_http import check_url, http_get
+
+    scheme = urllib.parse.urlsplit(url).scheme if "://" in url else ""
+    if scheme not in ("s3", "http", "https", "file"):
+        raise ConfigurationError(f"{_shown(url)}: unsupported source (use https://, http://, "
+                                 "file:// or s3://)", hint="matrix update --from https://host/"
+                                 "neuron-2.34.toml#sha256=HEX")
+    check_url(url)
     if scheme == "s3":
         data = _read_s3(url, limit, timeout)
     elif scheme in ("http", "https"):
-        data = _read_http(url, limit, ca_bundle, timeout)
-    elif scheme == "file":
-        data = _read_file(url, limit)
+        from neuron_env import __version__
+
+        data = http_get(url, limit, timeout=timeout, ca_bundle=ca_bundle,
+                        user_agent=f"neuron-env/{__version__}")
     else:
-        raise ConfigurationError(f"{url}: unsupported source (use https://, http://, file:// "
-                                 "or s3://)", hint="matrix update --from https://host/"
-                                 "neuron-2.34.toml#sha256=HEX")
+        data = _read_file(url, limit)
     if len(data) > limit:
-        raise ConfigurationError(f"{url}: larger than {limit} bytes: not a matrix or manifest")
+        raise ConfigurationError(f"{_shown(url)}: larger than {limit} bytes: not a matrix or "
+                                 "manifest")
     return data
 
 
@@ -111,37 +126,6 @@ def _read_file(url: str, limit: int) -> bytes:
         raise ConfigurationError(f"{url}: {e.why}") from None
     except OSError as e:
         raise ConfigurationError(f"{url}: cannot be read: {e.strerror or e}") from None
-
-
-def _read_http(url: str, limit: int, ca_bundle: str | None, timeout: float) -> bytes:
-    import ssl
-    import urllib.error
-    import urllib.request
-
-    from neuron_env import __version__
-
-    ctx = None
-    if urllib.parse.urlsplit(url).scheme == "https":
-        try:
-            ctx = ssl.create_default_context(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
-    req = urllib.request.Request(url, headers={"User-Agent": f"neuron-env/{__version__}"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
-            return bytes(resp.read(limit + 1))
-    except urllib.error.HTTPError as e:
-        raise ConfigurationError(f"{url}: HTTP {e.code} {e.reason}") from None
-    except TimeoutError:
-        raise CommandTimeout(f"{url}: no answer within {timeout:g} s") from None
-    except urllib.error.URLError as e:
-        if isinstance(e.reason, TimeoutError):
-            raise CommandTimeout(f"{url}: no answer within {timeout:g} s") from None
-        hint = ("pass the server's CA with --ca-bundle FILE (or SSL_CERT_FILE)"
-                if isinstance(e.reason, ssl.SSLError) else "check the URL and the network")
-        raise ConfigurationError(f"{url}: {e.reason}", hint=hint) from None
-    except OSError as e:
-        raise ConfigurationError(f"{url}: {e}") from None
 
 
 def _read_s3(url: str, limit: int, timeout: float) -> bytes:
@@ -163,11 +147,36 @@ def _read_s3(url: str, limit: int, timeout: float) -> bytes:
 
 
 def _join(base: str, ref: str) -> str:
+    """A manifest entry's URL: relative to the manifest's, or absolute on the manifest's own
+    host (same scheme, host and port; for s3 the same bucket). Anything else, an absolute
+    `file://` included, is refused: the manifest server chooses files on its host only."""
+    from neuron_env.util.bounded_http import check_url, origin
+
     if urllib.parse.urlsplit(ref).scheme:
-        return ref
-    if base.startswith("s3://"):
-        return base.rsplit("/", 1)[0] + "/" + ref
-    return urllib.parse.urljoin(base, ref)
+        out = ref
+    elif base.startswith("s3://") and not ref.startswith("//"):
+        out = base.rsplit("/", 1)[0] + "/" + ref
+    else:
+        out = urllib.parse.urljoin(base, ref)
+    check_url(out)
+    absolute_file = ref.startswith("file:") or (ref.startswith("/") and base.startswith("file:"))
+    if absolute_file or origin(out) != origin(base):
+        raise ConfigurationError(
+            f"{_shown(base)}: lists {_shown(ref)}, which is not on the manifest's own host "
+            f"({'://'.join(origin(base))}): refused, nothing changed",
+            hint="list files relative to the manifest (neuron-2.34.toml), on its own host")
+    return out
+
+
+def _transport_ok(url: str, pinned: bool, signed: bool) -> None:
+    """The source itself: https, s3 or a local file named on the command line; plain http
+    only when its bytes are pinned (#sha256= / --sha256) or the manifest is signed."""
+    if urllib.parse.urlsplit(url).scheme == "http" and not (pinned or signed):
+        raise ConfigurationError(
+            f"{_shown(url)}: plain http without a pinned digest or a signature: anyone on the "
+            "path could change it; refused",
+            hint="use https://, pin it (URL#sha256=HEX), or sign the manifest and pass "
+                 "--manifest-key")
 
 
 def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
@@ -218,6 +227,10 @@ def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
     pin = (pin or frag_pin or "").lower() or None
     if pin and not _HEX.match(pin):
         raise ConfigurationError(f"--sha256 {pin}: not 64 hex digits")
+    from neuron_env.util.bounded_http import check_url
+
+    check_url(url)
+    _transport_ok(url, pin is not None, key is not None)
     data = read_url(url, max(MAX_MATRIX, MAX_MANIFEST), ca_bundle=ca_bundle, timeout=timeout)
     if pin:
         _check_pin(url, data, pin)
@@ -254,13 +267,19 @@ def _check_pin(url: str, data: bytes, pin: str) -> None:
 
 def _manifest(url: str, data: bytes) -> list[dict[str, str]] | None:
     """The manifest's entries, or None when `data` is not a manifest (a matrix TOML)."""
+    from neuron_env.util.bounded_http import MAX_JSON_DEPTH, json_depth_ok
+
     head = data.lstrip()[:1]
     if head not in (b"{", b"["):
         return None
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ConfigurationError(f"{url}: not valid JSON: {e}") from None
+        text = data.decode("utf-8")
+        if not json_depth_ok(text):
+            raise ConfigurationError(f"{_shown(url)}: nested deeper than {MAX_JSON_DEPTH} "
+                                     "levels: not a matrix manifest")
+        doc = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ConfigurationError(f"{_shown(url)}: not valid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
         raise ConfigurationError(f"{url}: not a matrix manifest (schema "
                                  f"{MANIFEST_SCHEMA!r} expected)")
@@ -292,7 +311,7 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
 
     newest = known[0].version if known else None
     out: list[Decision] = []
-    seen: set[str] = set()
+    seen: set[Ver] = set()
     for f in fetched:
         digest = sha256(f.data)
         try:
@@ -306,13 +325,21 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
             out.append(Decision(f.url, "", digest, "", "refused",
                                 f"fails matrix validate: {why}"))
             continue
-        path = str(target / f"neuron-{m.release}.toml")
-        same = [e for e in known if e.release == m.release]
-        if m.release in seen:
+        try:
+            ver = Ver(m.release)
+        except ValueError:
+            out.append(Decision(f.url, m.release, digest, "", "refused",
+                                "its release is not a version number"))
+            continue
+        # one release, however spelled: 2.34.0 is 2.34 (never a second file beside it)
+        same = [e for e in known if e.version == ver]
+        mine = [e for e in same if Path(e.path).parent == target]
+        path = str(mine[0].path if mine else target / f"neuron-{m.release}.toml")
+        if ver in seen:
             out.append(Decision(f.url, m.release, digest, path, "refused",
                                 f"Neuron {m.release} listed twice"))
             continue
-        seen.add(m.release)
+        seen.add(ver)
         if any(_digest_of(e.path) == digest for e in same):
             out.append(Decision(f.url, m.release, digest, path, "unchanged",
                                 "already there, same digest"))
@@ -321,9 +348,15 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
             old = load(same[0])
             if old is not None and _date(m) < _date(old):
                 out.append(Decision(f.url, m.release, digest, path, "refused",
-                                    f"an older revision of Neuron {m.release} (dated "
+                                    f"an older revision of Neuron {same[0].release} (dated "
                                     f"{_date(m) or 'none'}; the {same[0].origin} one is dated "
                                     f"{_date(old)})"))
+                continue
+            if old is not None and _date(m) == _date(old):  # a replay, or an undated edit
+                out.append(Decision(f.url, m.release, digest, path, "refused",
+                                    f"other content with the same date as the {same[0].origin} "
+                                    f"Neuron {same[0].release} ({_date(old) or 'undated'}): a "
+                                    "new revision needs a later date"))
                 continue
             action = "replace" if Path(same[0].path).parent == target else "install"
             why = (f"a newer revision of Neuron {m.release}" if old is not None
@@ -333,7 +366,7 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
                                 f"shadows the {same[0].origin} Neuron {m.release}",
                                 text))
             continue
-        if newest is not None and Ver(m.release) < newest and not allow_older:
+        if newest is not None and ver < newest and not allow_older:
             out.append(Decision(f.url, m.release, digest, path, "refused",
                                 f"Neuron {m.release} is older than the newest known release "
                                 f"({known[0].release}); --allow-older adds it anyway"))

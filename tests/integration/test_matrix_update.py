@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -47,8 +48,15 @@ def digest(text: str | bytes) -> str:
 
 @contextlib.contextmanager
 def serve(root: Path, tls: ssl.SSLContext | None = None) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(root))
+    with serve_handler(functools.partial(_Quiet, directory=str(root)), tls) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_handler(handler: Any, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A loopback server of `handler` in a daemon thread: its base URL."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
     if tls is not None:
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -284,8 +292,10 @@ def test_an_s3_endpoint_that_trickles_times_out(tmp_path: Path) -> None:
     assert code == 4 and "no answer within 2 s" in doc["error"]["message"], doc
 
 
-def test_docs_snippet(tmp_path: Path) -> None:
-    """docs/integrations.md's commands, with the example host swapped for a loopback one."""
+def test_docs_snippet(tmp_path: Path, tls: tuple[ssl.SSLContext, Path]) -> None:
+    """docs/integrations.md's commands, with the example host swapped for a loopback https one
+    (an unpinned manifest must come over https) and its CA for the example's."""
+    ctx, ca = tls
     site, user = tmp_path / "site", tmp_path / "user"
     site.mkdir()
     a = matrix("2.34")
@@ -294,13 +304,15 @@ def test_docs_snippet(tmp_path: Path) -> None:
     lines = [ln for ln in snippet("matrix-update").splitlines()
              if ln.strip() and not ln.startswith("#")]
     assert len(lines) >= 2
-    with serve(site) as url:
+    with serve(site, ctx) as url:
         for line in lines:
             words = line.replace("https://matrices.example.com", url).replace(
-                "$(sha256sum neuron-2.34.toml | cut -d' ' -f1)", digest(a)).split()
+                "$(sha256sum neuron-2.34.toml | cut -d' ' -f1)", digest(a)).replace(
+                "/etc/pki/matrices-ca.pem", str(ca)).split()
             assert words[:3] == ["neuron-env", "matrix", "update"], line
-            words = [w.strip("'\"") for w in words if w not in ("--ca-bundle",) and
-                     not w.endswith("ca.pem")]
+            words = [w.strip("'\"") for w in words]
+            if "--ca-bundle" not in words:
+                words += ["--ca-bundle", str(ca)]
             code, doc, _ = update(user, *words[3:])
             assert code == 0, (line, doc)
     assert (user / "neuron-2.34.toml").read_text() == a

@@ -1,0 +1,184 @@
+"""Network reads with bounds that hold against a hostile server (issue #36): a URL checked
+before any I/O (a bad port, a blank, a broken IPv6 literal is a clear exit-2 error with the
+credentials masked, never a traceback); one HTTP(S) GET whose WHOLE exchange (connect,
+headers, body) ends by a deadline, so a server sending one byte a second cannot keep us; at
+most `limit` + 1 bytes; redirects only to the same scheme, host and port; and a JSON depth
+limit checked before parsing (a deeply nested document is an error, never a RecursionError).
+
+Merge note: util/files.py is to become the one bounded reader (size cap, FIFO refusal, depth
+limit, deadline); these functions are the network half and belong there once it lands."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import urllib.parse
+from typing import Any
+
+from neuron_env.errors import CommandTimeout, ConfigurationError
+
+MAX_JSON_DEPTH = 64
+_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _shown(url: str) -> str:
+    from neuron_env.util.redact import mask
+    from neuron_env.util.text import clean
+
+    return clean(mask(url), one_line=True)
+
+
+def check_url(url: str, *, schemes: tuple[str, ...] = ("https", "http", "file", "s3")
+              ) -> urllib.parse.SplitResult:
+    """`url` split, when it is well-formed enough to fetch: a known scheme, a host for
+    http(s)/s3, a numeric port in range, no blank or control character. Else ConfigurationError
+    (exit 2) naming the URL with its credentials masked. Pure: no I/O."""
+    hint = "check the URL: percent-encode blanks (%20), a port is a number up to 65535, an " \
+           "IPv6 host is written [addr]"
+    if _BAD_URL_CHARS.search(url):
+        raise ConfigurationError(f"{_shown(url)!r}: not a valid URL (it holds a blank or a "
+                                 "control character)", hint=hint)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # ValueError: not a number, or out of range
+        host = parts.hostname
+        if host and ":" in host:  # an IPv6 literal must be one
+            import ipaddress
+
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+    except ValueError as e:
+        raise ConfigurationError(f"{_shown(url)}: not a valid URL ({_shown(str(e))})",
+                                 hint=hint) from None
+    if parts.scheme not in schemes:
+        raise ConfigurationError(f"{_shown(url)}: not a valid URL here (scheme "
+                                 f"{parts.scheme or 'none'!r}; use {', '.join(schemes)})",
+                                 hint=hint)
+    if parts.scheme in ("http", "https", "s3") and not host:
+        raise ConfigurationError(f"{_shown(url)}: not a valid URL (no host)", hint=hint)
+    del port
+    return parts
+
+
+def origin(url: str) -> tuple[str, str]:
+    """(scheme, host[:port]) lower-cased, default ports dropped: what "the same host" means."""
+    p = urllib.parse.urlsplit(url)
+    host = (p.hostname or "").lower()
+    port = p.port
+    if port is not None and (p.scheme, port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    return p.scheme.lower(), host
+
+
+def json_depth_ok(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether no array/object in the JSON `text` nests deeper than `limit` (strings are
+    skipped). Checked before json.loads, which would raise RecursionError on a deep one."""
+    depth = 0
+    for m in _BRACKETS.finditer(_STRING.sub("", text)):
+        if m.group(0) in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        else:
+            depth -= 1
+    return True
+
+
+def _opener(url: str, ca_bundle: str | None) -> Any:
+    """urllib's opener with our TLS context and a redirect handler that follows a redirect
+    only to the same scheme, host and port (never a downgrade to http, never another host)."""
+    import ssl
+    import urllib.request
+
+    home = origin(url)
+
+    class SameOrigin(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                             newurl: str) -> Any:
+            target = urllib.parse.urljoin(req.full_url, newurl)
+            if origin(target) != home:
+                raise ConfigurationError(
+                    f"{_shown(req.full_url)}: a redirect to another host or scheme "
+                    f"({_shown(target)}): refused", hint="point --from at the final URL, on "
+                    "the host that serves the files")
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    handlers: list[Any] = [SameOrigin()]
+    if urllib.parse.urlsplit(url).scheme == "https":
+        try:
+            ctx = ssl.create_default_context(cafile=ca_bundle)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
+        handlers.append(urllib.request.HTTPSHandler(context=ctx))
+    return urllib.request.build_opener(*handlers)
+
+
+def _cut(resp: Any) -> None:
+    """Best effort: shut the socket under an http.client response down, so the read under way
+    ends (the worker is a daemon thread, left behind either way)."""
+    import contextlib
+    import socket
+
+    with contextlib.suppress(Exception):
+        resp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+
+
+def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = None,
+             user_agent: str = "neuron-env") -> bytes:
+    """At most `limit` + 1 bytes of `url` (the caller refuses more), the whole exchange within
+    `timeout` s: CommandTimeout (exit 4) past it; ConfigurationError (exit 2) for an HTTP
+    error status, a TLS or network failure, a redirect elsewhere."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    check_url(url, schemes=("https", "http"))
+    opener = _opener(url, ca_bundle)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            req = urllib.request.Request(url, headers={"User-Agent": user_agent})
+            with opener.open(req, timeout=timeout) as resp:
+                box["resp"] = resp
+                chunks, got = [], 0
+                while got <= limit:
+                    b = resp.read1(min(1 << 16, limit + 1 - got))
+                    if not b:
+                        break
+                    chunks.append(b)
+                    got += len(b)
+                box["value"] = b"".join(chunks)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    start = time.monotonic()
+    t = threading.Thread(target=work, name=f"GET {_shown(url)}", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        _cut(box.get("resp"))
+        raise CommandTimeout(f"{_shown(url)}: no answer within {timeout:g} s (the whole read: "
+                             f"{time.monotonic() - start:.0f} s, not finished)",
+                             hint="a slow or stalled server; retry, or raise --timeout")
+    err = box.get("error")
+    if err is None:
+        return bytes(box["value"])
+    shown = _shown(url)
+    if isinstance(err, ConfigurationError):
+        raise err
+    if isinstance(err, urllib.error.HTTPError):
+        raise ConfigurationError(f"{shown}: HTTP {err.code} {err.reason}") from None
+    if isinstance(err, TimeoutError) or (isinstance(err, urllib.error.URLError)
+                                         and isinstance(err.reason, TimeoutError)):
+        raise CommandTimeout(f"{shown}: no answer within {timeout:g} s") from None
+    if isinstance(err, urllib.error.URLError):
+        hint = ("pass the server's CA with --ca-bundle FILE (or SSL_CERT_FILE)"
+                if isinstance(err.reason, ssl.SSLError) else "check the URL and the network")
+        raise ConfigurationError(f"{shown}: {_shown(str(err.reason))}", hint=hint) from None
+    if isinstance(err, (OSError, ValueError)):  # http.client.InvalidURL, a reset, ...
+        raise ConfigurationError(f"{shown}: {_shown(str(err))}",
+                                 hint="check the URL and the network") from None
+    raise err
