@@ -6,15 +6,20 @@ manifest, a JSON document that pins each file it lists:
     {"schema": "neuron-env.matrix-manifest/1",
      "matrices": [{"url": "neuron-2.34.toml", "sha256": "<64 hex>"}]}
 
-(`url` absolute, or relative to the manifest's own URL). With `--manifest-key KEY.pem` the
-manifest must also be signed: `<manifest URL>.sig` verifies with the key (openssl). Every file
-is read bounded, checked against its pin, parsed and validated like `matrix validate` before
-anything is written; the file name written is `neuron-<release>.toml` from the matrix itself,
-never the remote name. Nothing replaces a good matrix with a worse one: an invalid file, a
-digest mismatch, a release older than the newest one already known, or an older revision of a
-known release (its `date`) refuses the WHOLE update (exit 2) and leaves the directory as it was;
-the files that pass are written atomically. Pure decisions (`plan`) are apart from the I/O
-(`fetch`, `apply`).
+(`url` relative to the manifest's own URL, or absolute on its host). With `--manifest-key
+KEY.pem` the manifest must also be signed: `<manifest URL>.sig` verifies with the key (openssl;
+Ed25519, RSA or ECDSA). The manifest server is not trusted beyond what it pins (docs/security.md,
+"Manifest server"): the source comes over https, s3 or a local file the user names, plain http
+only pinned or signed; every listed file is on the manifest's own host (no `file://`, no other
+host, no redirect elsewhere); every read is bounded in size and, as a whole, in time
+(util/bounded_http). Every file is checked against its pin, parsed and validated like `matrix
+validate` before anything is written; the file name written is `neuron-<release>.toml` from the
+matrix itself, never the remote name. Nothing replaces a good matrix with a worse one: an
+invalid file, a digest mismatch, a release older than the newest one already known, an older
+revision of a known release (its `date`) or other content under the same date (a replay),
+releases compared as versions (2.34.0 is 2.34), refuses the WHOLE update (exit 2) and leaves
+the directory as it was; the files that pass are written atomically. Pure decisions (`plan`)
+are apart from the I/O (`fetch`, `apply`).
 """
 
 from __future__ import annotations
@@ -182,8 +187,9 @@ def _transport_ok(url: str, pinned: bool, signed: bool) -> None:
 def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
                      timeout: float) -> None:
     """A signed manifest: `<manifest URL>.sig` is a detached signature of the manifest's bytes
-    (raw, or base64 text), made with the private half of `key` (a PEM public key; RSA,
-    ECDSA or Ed25519 as `openssl dgst -sha256 -sign` makes it), checked by `openssl`."""
+    (raw, or base64 text), made with the private half of `key` (a PEM public key): Ed25519 as
+    `openssl pkeyutl -sign -rawin` makes it, RSA or ECDSA as `openssl dgst -sha256 -sign`
+    does; checked by `openssl` (docs/integrations.md, "sign-manifest")."""
     import base64
     import binascii
     import shutil
@@ -204,13 +210,24 @@ def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
                         for c in text):
             sig = base64.b64decode(text, validate=True)
     with tempfile.TemporaryDirectory(prefix="neuron-env-verify-") as d:
-        (Path(d) / "manifest").write_bytes(data)
-        (Path(d) / "sig").write_bytes(sig)
-        res = proc.run([openssl, "dgst", "-sha256", "-verify", str(key), "-signature",
-                        str(Path(d) / "sig"), str(Path(d) / "manifest")], timeout=30)
-    if res.timed_out:
-        raise CommandTimeout("openssl did not verify the manifest's signature within 30 s")
-    if not res.ok:
+        manifest, sigfile = str(Path(d) / "manifest"), str(Path(d) / "sig")
+        Path(manifest).write_bytes(data)
+        Path(sigfile).write_bytes(sig)
+        # Ed25519/Ed448 sign the raw bytes (`openssl pkeyutl -sign -rawin`, OpenSSL 3); RSA and
+        # ECDSA a SHA-256 digest (`openssl dgst -sha256 -sign`). Either verifies with `key`.
+        ok = False
+        for argv in ([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", str(key), "-rawin",
+                      "-in", manifest, "-sigfile", sigfile],
+                     [openssl, "dgst", "-sha256", "-verify", str(key), "-signature", sigfile,
+                      manifest]):
+            res = proc.run(argv, timeout=30)
+            if res.timed_out:
+                raise CommandTimeout("openssl did not verify the manifest's signature within "
+                                     "30 s")
+            if res.ok:
+                ok = True
+                break
+    if not ok:
         raise ConfigurationError(f"{url}: the manifest's signature ({url}.sig) does not verify "
                                  f"with {key}: refused, nothing changed",
                                  hint="the manifest changed after it was signed, or it was "
