@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import REPO, cli_env
 from tests.helpers.snippets import snippet
-from tests.integration.test_matrix_update import _manifest, digest, matrix, serve, tls
+from tests.integration.test_matrix_update import published, serve, tls
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(shutil.which("openssl") is None,
@@ -36,11 +36,7 @@ def bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def test_the_documented_ed25519_signing_works_end_to_end(
         tmp_path: Path, tls: tuple[ssl.SSLContext, Path]) -> None:
     ctx, ca = tls
-    site, user = tmp_path / "site", tmp_path / "user"
-    site.mkdir()
-    a = matrix("2.34")
-    (site / "neuron-2.34.toml").write_text(a)
-    (site / "index.json").write_text(_manifest([("neuron-2.34.toml", digest(a))]))
+    site, user, a = published(tmp_path)
     env = {**cli_env(NEURON_ENV_MATRIX_DIR=str(user), SSL_CERT_FILE=str(ca)),
            "PYTHONPATH": str(REPO)}
     signed = bash(snippet("sign-manifest"), site, env)

@@ -291,15 +291,21 @@ def test_an_s3_endpoint_that_trickles_times_out(tmp_path: Path) -> None:
     assert code == 4 and "no answer within 2 s" in doc["error"]["message"], doc
 
 
-def test_docs_snippet(tmp_path: Path, tls: tuple[ssl.SSLContext, Path]) -> None:
-    """docs/integrations.md's commands, with the example host swapped for a loopback https one
-    (an unpinned manifest must come over https) and its CA for the example's."""
-    ctx, ca = tls
+def published(tmp_path: Path) -> tuple[Path, Path, str]:
+    """(site with neuron-2.34.toml and its index.json manifest, the user directory, the text)."""
     site, user = tmp_path / "site", tmp_path / "user"
     site.mkdir()
     a = matrix("2.34")
     (site / "neuron-2.34.toml").write_text(a)
     (site / "index.json").write_text(_manifest([("neuron-2.34.toml", digest(a))]))
+    return site, user, a
+
+
+def test_docs_snippet(tmp_path: Path, tls: tuple[ssl.SSLContext, Path]) -> None:
+    """docs/integrations.md's commands, with the example host swapped for a loopback https one
+    (an unpinned manifest must come over https) and its CA for the example's."""
+    ctx, ca = tls
+    site, user, a = published(tmp_path)
     lines = [ln for ln in snippet("matrix-update").splitlines()
              if ln.strip() and not ln.startswith("#")]
     assert len(lines) >= 2
