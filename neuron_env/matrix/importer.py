@@ -9,6 +9,8 @@ architecture, dates) is filled from its global tables and said so in the summary
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,13 @@ from neuron_env.matrix.model import (
     Source,
 )
 from neuron_env.util.files import FileProblem, read_bounded
+from neuron_env.util.text import clean
 from neuron_env.util.versions import Spec, Ver
 
 MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
+# a release name becomes a file name (neuron-<release>.toml): digits and dots only, short
+RELEASE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6}){1,3}$")
+MAX_LABEL = 64  # manifest_version, manifest_date
 
 # Static instance facts (devices, cores per device, memory: AWS's Trainium and Inferentia
 # instance pages); the manifest names families only.
@@ -117,13 +123,71 @@ def load_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
-def convert(data: dict[str, Any], source: str = "manifest",
-            releases: list[str] | None = None) -> ImportResult:
-    mver = str(data.get("manifest_version", "?"))
-    mdate = str(data.get("manifest_date", "?"))
-    whl = next((r.get("repo_url", "").rstrip("/") for r in data.get("repos_n2", [])
+def _unsafe(text: str) -> bool:
+    """A control character (ESC, DEL, CR, NUL...), a line or paragraph separator or a BOM."""
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") or c == "\ufeff" for c in text)
+
+
+def _label(data: dict[str, Any], key: str, problems: list[Problem], source: str) -> str:
+    value = data.get(key, "?")
+    text = str(value) if isinstance(value, str | int | float) else ""
+    if not text or len(text) > MAX_LABEL or _unsafe(text):
+        problems.append(Problem(source, key, f"{key} must be a short printable text (got "
+                                f"{clean(repr(value)[:40], one_line=True)})"))
+    return text
+
+
+def _index_url(data: dict[str, Any], problems: list[Problem], source: str) -> str:
+    from neuron_env.errors import ConfigurationError
+    from neuron_env.util.bounded_http import check_url
+
+    raw = next((r.get("repo_url") for r in data.get("repos_n2", [])
                 if isinstance(r, dict) and r.get("repo_type") == "whl"),
                "https://pip.repos.neuron.amazonaws.com")
+    if not isinstance(raw, str):
+        problems.append(Problem(source, "repos_n2", "the whl repo_url must be a string"))
+        return ""
+    try:
+        check_url(raw, schemes=("https",))
+    except ConfigurationError as e:
+        problems.append(Problem(source, "repos_n2", f"the whl repo_url: {e.message}"))
+    return raw.rstrip("/")
+
+
+def _check_releases(data: dict[str, Any], source: str) -> list[Problem]:
+    """Every release name of the WHOLE manifest: a version of digits and dots (it becomes a
+    file name), each one once (2.31.1 and 2.31.1.0 are one release)."""
+    problems: list[Problem] = []
+    seen: dict[Ver, str] = {}
+    for i, rel in enumerate(data["neuron_releases"]):
+        if not isinstance(rel, dict):
+            continue
+        name = rel.get("neuron_version")
+        where = f"neuron_releases[{i}].neuron_version"
+        if not isinstance(name, str) or not RELEASE.match(name):
+            problems.append(Problem(source, where, "the release must be a version of digits and "
+                                    f"dots (2.31.1), got {clean(repr(name)[:40], one_line=True)}"))
+            continue
+        ver = Ver(name)
+        if ver in seen:
+            problems.append(Problem(source, where, f"release {name} is listed twice (as "
+                                    f"{seen[ver]} too): which one is meant?"))
+        seen[ver] = name
+    return problems
+
+
+def convert(data: dict[str, Any], source: str = "manifest",
+            releases: list[str] | None = None) -> ImportResult:
+    """The matrices of the manifest's XLA-based releases. The WHOLE manifest is checked first:
+    any hostile or ambiguous value (a release name that is no plain version, a release listed
+    twice, control characters, a bad index URL) is one MatrixError listing every problem."""
+    problems = _check_releases(data, source)
+    mver = _label(data, "manifest_version", problems, source)
+    mdate = _label(data, "manifest_date", problems, source)
+    whl = _index_url(data, problems, source)
+    if problems:
+        raise MatrixError(problems, hint="this is not AWS's release manifest as published; "
+                          "nothing was written")
     pin_major = {p["name"]: p.get("pin_major") == "true"
                  for p in data.get("package_properties", []) if isinstance(p, dict) and "name" in p}
     oses = []
@@ -153,6 +217,49 @@ def convert(data: dict[str, Any], source: str = "manifest",
         raise _bad(source, f"none of the releases {', '.join(sorted(wanted))} could be imported"
                    + (f": {skipped[0][1]}" if skipped else " (not in the manifest)"))
     return ImportResult(tuple(out), tuple(skipped), mver, mdate)
+
+
+def header(m: Matrix, res: ImportResult) -> str:
+    return (f"Neuron {m.release}: generated by 'neuron-env matrix import' from AWS's release "
+            f"manifest\n{res.manifest_version} ({res.manifest_date}). Regenerate rather than "
+            "edit by hand.")
+
+
+def _strings(value: Any, path: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _strings(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list | tuple):
+        return [x for i, v in enumerate(value) for x in _strings(v, f"{path}[{i}]")]
+    return []
+
+
+def render(res: ImportResult) -> list[tuple[Matrix, str]]:
+    """Each matrix with its TOML text, once ALL of them pass: no control character in any
+    value, and each text reads back as `matrix validate` reads it. Else one MatrixError with
+    every problem (nothing is to be written)."""
+    from neuron_env.matrix.loader import parse_text
+    from neuron_env.matrix.serialize import to_data, to_toml
+
+    out, problems = [], []
+    for m in res.matrices:
+        where = f"neuron-{m.release}.toml"
+        bad = [p for p, v in _strings(to_data(m)) if _unsafe(v)]
+        if bad:
+            problems += [Problem(where, p, "holds a control character") for p in bad[:5]]
+            continue
+        text = to_toml(m, header(m, res))
+        try:
+            parse_text(text, where)
+        except MatrixError as e:
+            problems += e.problems
+            continue
+        out.append((m, text))
+    if problems:
+        raise MatrixError(problems, hint="the manifest holds values no matrix may carry; "
+                          "nothing was written")
+    return out
 
 
 def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: dict[str, bool],
