@@ -21,7 +21,7 @@ from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
 from neuron_env.matrix import catalog
 from neuron_env.matrix.model import python_range
-from neuron_env.matrix.overrides import index_overrides
+from neuron_env.matrix.overrides import index_overrides, refuse_plain_http
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util import redact
@@ -54,7 +54,9 @@ class InstallOptions:
 
 def _overrides(m, opts: InstallOptions) -> dict[str, tuple[str, str]]:
     flags = {"neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}
-    return {k: (url.rstrip("/"), by) for k, (url, by) in index_overrides(m, flags).items()}
+    out = {k: (url.rstrip("/"), by) for k, (url, by) in index_overrides(m, flags).items()}
+    refuse_plain_http(m, out)
+    return out
 
 
 def _find_links(opts: InstallOptions) -> tuple[str, ...]:
@@ -222,8 +224,7 @@ def _report(matrix, facts, results, extra, t0) -> Report:
     extra["elapsed_s"] = round(time.monotonic() - t0, 3)
     extra["emulated"] = extra["plan"]["backend"] == "emulated"
     return Report(schema=SCHEMA, tool=TOOL,
-                  matrix={"release": matrix.release, "source": matrix.source,
-                          "bundled": matrix.bundled},
+                  matrix=catalog.provenance(matrix),
                   target=facts.serialize(), results=tuple(results),
                   exit_code=exit_code(results), extra=extra, view=render_text)
 

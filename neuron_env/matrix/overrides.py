@@ -31,3 +31,25 @@ def expected_index_urls(m: Matrix, overrides: dict[str, str] | None = None
         out[idx.name] = [idx.url] + ([overrides[idx.name]] if overrides and
                                      overrides.get(idx.name) else [])
     return out
+
+
+def refuse_plain_http(m: Matrix, overrides: dict[str, tuple[str, str]]) -> None:
+    """A matrix that is not the bundled one (the user's matrix directory, --matrix FILE) may
+    not send `install` to a plain-http index on its own: anyone on the path would choose the
+    wheels. Such an index must be passed explicitly (its flag or environment variable);
+    ConfigurationError (exit 2) otherwise. Bundled matrices name https indexes only."""
+    from neuron_env.errors import ConfigurationError
+
+    if m.bundled:
+        return
+    bad = [i for i in m.indexes if i.name not in overrides
+           and i.url.lower().startswith("http://")]
+    if bad:
+        i = bad[0]
+        how = INDEX_FLAGS.get(i.name) or (f"${i.env}" if i.env else "an explicit index flag")
+        raise ConfigurationError(
+            f"the matrix {m.source} (not bundled) names a plain-http index for {i.name}: "
+            f"{i.url}: refused (whoever is on the path would choose the wheels)",
+            hint=f"pass the index explicitly if you trust it ({how} URL"
+                 + (f" or ${i.env}" if i.env and how != f"${i.env}" else "")
+                 + "), or use a matrix whose indexes are https")

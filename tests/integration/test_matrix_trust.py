@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.indexes import PY312, needs312, pip_env
+from tests.integration.test_install import host_root
 
 pytestmark = pytest.mark.integration
+__all__ = ["host_root"]  # test_install's fixture, used here too
 
 BASE = (REPO / "matrices" / "neuron-2.33.toml").read_text()
 OTHER_UID = 54321
@@ -82,3 +85,27 @@ def test_root_with_an_inherited_home_ignores_another_users_files(tmp_path: Path)
     res = run_cli("doctor", "--only", "os", "--format", "json", env=env)
     assert json.loads(res.stdout)["matrix"]["release"] != "2.99"
     assert f"ignoring the user matrix directory {user}: owned by uid {OTHER_UID}" in res.stderr
+
+
+@needs312
+def test_install_refuses_a_plain_http_index_from_a_user_matrix(
+        idx: dict, host_root: Path, tmp_path: Path) -> None:
+    """A trusted user-directory matrix still may not send install to a plain-http index on its
+    own: only an index the user passes (flag or variable) is used; the plan says the origin."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "neuron-2.99.toml").write_text(hostile())
+    env = pip_env(idx, NEURON_ENV_MATRIX_DIR=str(user), NEURON_ENV_NEURON_INDEX_URL=None)
+    args = ("install", "--root", str(host_root), "--python", PY312, "--dry-run")
+    res = run_cli(*args, env=env, timeout=240)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert f"the matrix {user / 'neuron-2.99.toml'} (not bundled) names a plain-http index" \
+        in res.stderr and "--neuron-index-url" in res.stderr
+    res = run_cli(*args, "--neuron-index-url", idx["neuron"], "--format", "json", env=env,
+                  timeout=240)
+    doc = json.loads(res.stdout)
+    assert res.returncode == 0, res.stderr
+    assert doc["matrix"]["origin"] == "user" and doc["matrix"]["release"] == "2.99"
+    assert doc["matrix"]["path"] == str(user / "neuron-2.99.toml")
+    text = run_cli(*args, "--neuron-index-url", idx["neuron"], env=env, timeout=240).stdout
+    assert "matrix: Neuron 2.99 (user, " in text and str(user / "neuron-2.99.toml") in text
