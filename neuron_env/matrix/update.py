@@ -320,35 +320,60 @@ def _date(m: Matrix | None) -> str:
     return str(m.date or "") if m else ""
 
 
+def _parsed(f: Fetched, digest: str) -> tuple[Matrix, Ver, str] | Decision:
+    """(matrix, its release as a version, its text), or the refusal."""
+    from neuron_env.matrix.loader import parse_text
+
+    try:
+        text = f.data.decode("utf-8")
+        m = parse_text(text, f.url)
+    except UnicodeDecodeError:
+        return Decision(f.url, "", digest, "", "refused", "not UTF-8 text")
+    except MatrixError as e:
+        why = "; ".join(f"{p.path or '-'}: {p.message}" for p in e.problems[:5])
+        return Decision(f.url, "", digest, "", "refused", f"fails matrix validate: {why}")
+    try:
+        return m, Ver(m.release), text
+    except ValueError:
+        return Decision(f.url, m.release, digest, "", "refused",
+                        "its release is not a version number")
+
+
+def _revision(m: Matrix, same: list[catalog.Entry], load: Any, target: Path
+              ) -> tuple[str, str]:
+    """(action, reason) for a release known already (`same`: its entries, first wins): only a
+    strictly later date replaces it; an earlier one is a rollback, the same one a replay."""
+    first = same[0]
+    old = load(first)
+    if old is not None and _date(m) < _date(old):
+        return "refused", (f"an older revision of Neuron {first.release} (dated "
+                           f"{_date(m) or 'none'}; the {first.origin} one is dated "
+                           f"{_date(old)})")
+    if old is not None and _date(m) == _date(old):  # a replay, or an undated edit
+        return "refused", (f"other content with the same date as the {first.origin} Neuron "
+                           f"{first.release} ({_date(old) or 'undated'}): a new revision needs "
+                           "a later date")
+    if Path(first.path).parent == target:
+        return "replace", (f"a newer revision of Neuron {m.release}" if old is not None
+                           else f"replaces an invalid Neuron {m.release}")
+    return "install", f"shadows the {first.origin} Neuron {m.release}"
+
+
 def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
          load: Any, allow_older: bool = False) -> list[Decision]:
     """Decide per file. `known`: the matrices there are now (user dir and bundled);
-    `load(entry) -> Matrix | None` reads a known one (None: it is invalid)."""
-    from neuron_env.matrix.loader import parse_text
-
+    `load(entry) -> Matrix | None` reads a known one (None: it is invalid). Releases compare
+    as versions: 2.34.0 is 2.34 (and replaces that file, never sits beside it)."""
     newest = known[0].version if known else None
     out: list[Decision] = []
     seen: set[Ver] = set()
     for f in fetched:
         digest = sha256(f.data)
-        try:
-            text = f.data.decode("utf-8")
-            m = parse_text(text, f.url)
-        except UnicodeDecodeError:
-            out.append(Decision(f.url, "", digest, "", "refused", "not UTF-8 text"))
+        got = _parsed(f, digest)
+        if isinstance(got, Decision):
+            out.append(got)
             continue
-        except MatrixError as e:
-            why = "; ".join(f"{p.path or '-'}: {p.message}" for p in e.problems[:5])
-            out.append(Decision(f.url, "", digest, "", "refused",
-                                f"fails matrix validate: {why}"))
-            continue
-        try:
-            ver = Ver(m.release)
-        except ValueError:
-            out.append(Decision(f.url, m.release, digest, "", "refused",
-                                "its release is not a version number"))
-            continue
-        # one release, however spelled: 2.34.0 is 2.34 (never a second file beside it)
+        m, ver, text = got
         same = [e for e in known if e.version == ver]
         mine = [e for e in same if Path(e.path).parent == target]
         path = str(mine[0].path if mine else target / f"neuron-{m.release}.toml")
@@ -360,35 +385,17 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
         if any(_digest_of(e.path) == digest for e in same):
             out.append(Decision(f.url, m.release, digest, path, "unchanged",
                                 "already there, same digest"))
-            continue
-        if same:
-            old = load(same[0])
-            if old is not None and _date(m) < _date(old):
-                out.append(Decision(f.url, m.release, digest, path, "refused",
-                                    f"an older revision of Neuron {same[0].release} (dated "
-                                    f"{_date(m) or 'none'}; the {same[0].origin} one is dated "
-                                    f"{_date(old)})"))
-                continue
-            if old is not None and _date(m) == _date(old):  # a replay, or an undated edit
-                out.append(Decision(f.url, m.release, digest, path, "refused",
-                                    f"other content with the same date as the {same[0].origin} "
-                                    f"Neuron {same[0].release} ({_date(old) or 'undated'}): a "
-                                    "new revision needs a later date"))
-                continue
-            action = "replace" if Path(same[0].path).parent == target else "install"
-            why = (f"a newer revision of Neuron {m.release}" if old is not None
-                   else f"replaces an invalid Neuron {m.release}")
-            out.append(Decision(f.url, m.release, digest, path, action,
-                                why if action == "replace" else
-                                f"shadows the {same[0].origin} Neuron {m.release}",
-                                text))
-            continue
-        if newest is not None and ver < newest and not allow_older:
+        elif same:
+            action, why = _revision(m, same, load, target)
+            out.append(Decision(f.url, m.release, digest, path, action, why,
+                                text if action != "refused" else ""))
+        elif newest is not None and ver < newest and not allow_older:
             out.append(Decision(f.url, m.release, digest, path, "refused",
                                 f"Neuron {m.release} is older than the newest known release "
                                 f"({known[0].release}); --allow-older adds it anyway"))
-            continue
-        out.append(Decision(f.url, m.release, digest, path, "install", "new release", text))
+        else:
+            out.append(Decision(f.url, m.release, digest, path, "install", "new release",
+                                text))
     return out
 
 
