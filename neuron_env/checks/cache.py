@@ -54,7 +54,8 @@ def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     observed = {c.var: {"path": c.path, "from_env": c.from_env, "exists": c.exists,
                         "writable": c.writable, "free_gib": None if c.free_bytes is None
                         else round(c.free_bytes / GIB, 1),
-                        "compiler_versions": list(c.compiler_versions)} for c in facts.cache}
+                        "compiler_versions": list(c.compiler_versions),
+                        "untrusted": c.untrusted} for c in facts.cache}
     docs = m.doc("compile_artifacts") or m.doc("env_vars")
     found = [p for c in facts.cache if (p := _dir_problem(c))]
     if found:
@@ -62,6 +63,15 @@ def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             f" (+{len(found) - 1} more)" if len(found) > 1 else ""), observed=observed,
             fix=" ; ".join(f for _, f in found), docs=docs,
             details={"problems": [p for p, _ in found]})
+    shared = [c for c in facts.cache if c.untrusted]
+    if shared:  # util.trust: what another user can write there runs in this process
+        c = shared[0]
+        return Result("cache.compile", "cache", "warn",
+                      f"{c.path} ({c.var}) is {c.untrusted}: another user could plant "
+                      "compiled programs there that run in your process", observed=observed,
+                      fix=f"export {c.var}=$HOME/.cache/neuron-compile-cache (a cache of your "
+                          f"own), or make {c.path} yours: sudo chown -R $(id -u) {c.path} && "
+                          f"chmod -R go-w {c.path}", docs=docs)
     cc = facts.target.dist("neuronx-cc") if facts.target.usable else None
     cc_version = cc.version if cc else None
     notes = []

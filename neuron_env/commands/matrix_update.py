@@ -32,6 +32,11 @@ def update_doc(source: str, pin: str | None, into: Path | None, ca_bundle: str |
     if target is None:
         raise ConfigurationError("no user matrix directory: HOME is not set",
                                  hint=f"set {catalog.DIR_ENV_VAR} or pass --dir")
+    if into is None and (why := catalog.untrusted_user_dir(target)):
+        raise ConfigurationError(
+            f"the user matrix directory {target} is {why}: every command would ignore what "
+            "is written there; refused", hint=f"run as its owner, or set {catalog.DIR_ENV_VAR} "
+            "to a directory of your own (or pass --dir)")
     fetched = upd.fetch(source, pin, ca_bundle=ca_bundle, timeout=timeout, key=key)
     known = catalog.available([target] if into is not None and catalog.scan(target) else [])
     decisions = upd.plan(fetched, target, known, _load, allow_older)

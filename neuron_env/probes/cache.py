@@ -8,12 +8,14 @@ import shutil
 
 from neuron_env.probes.host import Root
 from neuron_env.util.record import record
+from neuron_env.util.trust import why_untrusted_path
 
 # (variable, default, default confirmed by the env-vars / compiler-artifacts pages)
 CACHE_VARS = (
     ("TORCH_NEURONX_DEBUG_DIR", "/tmp/neuron_backend", True),
     ("TORCH_NEURONX_NEFF_CACHE_DIR", "/var/tmp/neuron-compile-cache", False),
 )
+COMPILE_CACHES = ("TORCH_NEURONX_NEFF_CACHE_DIR", "NEURON_COMPILE_CACHE_URL")
 _COMPILER_DIR = re.compile(r"^neuronxcc-([0-9][0-9A-Za-z.]*)(?:\+.*)?$")
 
 
@@ -29,6 +31,7 @@ class CacheDir:
     creatable_from: str | None = None  # the existing parent it would be created under
     free_bytes: int | None = None
     compiler_versions: tuple[str, ...] = ()  # neuronxcc-<version> entries inside
+    untrusted: str | None = None  # a compile cache failing util.trust: why (None: trusted)
 
 
 def _nearest_parent(p):
@@ -56,8 +59,12 @@ def _inspect(root: Root, var: str, path: str, from_env: bool, confirmed: bool) -
         except OSError:
             versions = ()
     parent = None if exists else "/" + str(base.relative_to(root.path)).lstrip(".")
+    # the compiled programs in a compile cache run in the process: the owner rule applies
+    # (the debug directory only receives output)
+    untrusted = (why_untrusted_path(f, kind="dir") if exists and var in COMPILE_CACHES
+                 else None)
     return CacheDir(var, path, from_env, confirmed, exists, is_dir, writable, parent, free,
-                    versions)
+                    versions, untrusted)
 
 
 def probe_cache(root: Root, env: dict[str, str]) -> tuple[CacheDir, ...]:

@@ -109,3 +109,16 @@ def test_install_refuses_a_plain_http_index_from_a_user_matrix(
     assert doc["matrix"]["path"] == str(user / "neuron-2.99.toml")
     text = run_cli(*args, "--neuron-index-url", idx["neuron"], env=env, timeout=240).stdout
     assert "matrix: Neuron 2.99 (user, " in text and str(user / "neuron-2.99.toml") in text
+
+
+def test_update_refuses_an_untrusted_user_directory(tmp_path: Path) -> None:
+    """`matrix update` into a directory every command would ignore is refused, not a silent
+    no-op (the pinned file is never even fetched: the URL points nowhere)."""
+    user = tmp_path / "user"
+    user.mkdir()
+    user.chmod(0o777)
+    res = run_cli("matrix", "update", "--from", f"https://127.0.0.1:9/m.toml#sha256={'0' * 64}",
+                  env=cli_env(NEURON_ENV_MATRIX_DIR=str(user)))
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert f"the user matrix directory {user} is writable by group or others" in res.stderr
+    assert list(user.iterdir()) == []
