@@ -173,3 +173,20 @@ def test_a_deeply_nested_manifest_is_a_clear_exit_2(tmp_path: Path) -> None:
                     + "[" * 200000 + "]" * 200000 + "}")
     code, doc, _ = update(tmp_path / "u", "--from", deep.as_uri())
     assert code == 2 and "nested" in doc["error"]["message"], doc
+
+
+def test_an_s3_manifest_lists_its_own_bucket_only(moto_url: str, tmp_path: Path) -> None:
+    from tests.integration.conftest import aws_env, boto
+
+    s3 = boto("s3", moto_url)
+    a = matrix("2.34")
+    for bucket in ("matrices", "elsewhere"):
+        s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket=bucket, Key="neuron/neuron-2.34.toml", Body=a.encode())
+    s3.put_object(Bucket="matrices", Key="neuron/index.json", Body=_manifest(
+        [("s3://elsewhere/neuron/neuron-2.34.toml", digest(a))]).encode())
+    user = tmp_path / "user"
+    code, doc, _ = update(user, "--from", "s3://matrices/neuron/index.json",
+                          env=aws_env(moto_url))
+    assert code == 2 and "the manifest's own host" in doc["error"]["message"], doc
+    assert not user.exists()
