@@ -85,9 +85,9 @@ def split_pin(url: str) -> tuple[str, str | None]:
 # --- I/O: bounded reads from file://, http(s)://, s3:// -----------------------------------
 
 def _shown(url: str) -> str:
-    from neuron_env.util.redact import mask
+    from neuron_env.util.bounded_http import shown_url
 
-    return str(mask(url))
+    return shown_url(url)
 
 
 def read_url(url: str, limit: int, *, ca_bundle: str | None = None,

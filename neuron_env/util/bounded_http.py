@@ -24,7 +24,8 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
+    """A URL (or a message holding one) as we show it: credentials masked, one line."""
     from neuron_env.util.redact import mask
     from neuron_env.util.text import clean
 
@@ -39,7 +40,7 @@ def check_url(url: str, *, schemes: tuple[str, ...] = ("https", "http", "file", 
     hint = "check the URL: percent-encode blanks (%20), a port is a number up to 65535, an " \
            "IPv6 host is written [addr]"
     if _BAD_URL_CHARS.search(url):
-        raise ConfigurationError(f"{_shown(url)!r}: not a valid URL (it holds a blank or a "
+        raise ConfigurationError(f"{shown_url(url)!r}: not a valid URL (it holds a blank or a "
                                  "control character)", hint=hint)
     try:
         parts = urllib.parse.urlsplit(url)
@@ -50,14 +51,14 @@ def check_url(url: str, *, schemes: tuple[str, ...] = ("https", "http", "file", 
 
             ipaddress.IPv6Address(host.split("%", 1)[0])
     except ValueError as e:
-        raise ConfigurationError(f"{_shown(url)}: not a valid URL ({_shown(str(e))})",
+        raise ConfigurationError(f"{shown_url(url)}: not a valid URL ({shown_url(str(e))})",
                                  hint=hint) from None
     if parts.scheme not in schemes:
-        raise ConfigurationError(f"{_shown(url)}: not a valid URL here (scheme "
+        raise ConfigurationError(f"{shown_url(url)}: not a valid URL here (scheme "
                                  f"{parts.scheme or 'none'!r}; use {', '.join(schemes)})",
                                  hint=hint)
     if parts.scheme in ("http", "https", "s3") and not host:
-        raise ConfigurationError(f"{_shown(url)}: not a valid URL (no host)", hint=hint)
+        raise ConfigurationError(f"{shown_url(url)}: not a valid URL (no host)", hint=hint)
     del port
     return parts
 
@@ -100,8 +101,8 @@ def _opener(url: str, ca_bundle: str | None) -> Any:
             target = urllib.parse.urljoin(req.full_url, newurl)
             if origin(target) != home:
                 raise ConfigurationError(
-                    f"{_shown(req.full_url)}: a redirect to another host or scheme "
-                    f"({_shown(target)}): refused", hint="point --from at the final URL, on "
+                    f"{shown_url(req.full_url)}: a redirect to another host or scheme "
+                    f"({shown_url(target)}): refused", hint="point --from at the final URL, on "
                     "the host that serves the files")
             return super().redirect_request(req, fp, code, msg, headers, newurl)
 
@@ -155,18 +156,18 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
             box["error"] = e
 
     start = time.monotonic()
-    t = threading.Thread(target=work, name=f"GET {_shown(url)}", daemon=True)
+    t = threading.Thread(target=work, name=f"GET {shown_url(url)}", daemon=True)
     t.start()
     t.join(timeout)
     if t.is_alive():
         _cut(box.get("resp"))
-        raise CommandTimeout(f"{_shown(url)}: no answer within {timeout:g} s (the whole read: "
+        raise CommandTimeout(f"{shown_url(url)}: no answer within {timeout:g} s (the whole read: "
                              f"{time.monotonic() - start:.0f} s, not finished)",
                              hint="a slow or stalled server; retry, or raise --timeout")
     err = box.get("error")
     if err is None:
         return bytes(box["value"])
-    shown = _shown(url)
+    shown = shown_url(url)
     if isinstance(err, ConfigurationError):
         raise err
     if isinstance(err, urllib.error.HTTPError):
@@ -177,8 +178,8 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
     if isinstance(err, urllib.error.URLError):
         hint = ("pass the server's CA with --ca-bundle FILE (or SSL_CERT_FILE)"
                 if isinstance(err.reason, ssl.SSLError) else "check the URL and the network")
-        raise ConfigurationError(f"{shown}: {_shown(str(err.reason))}", hint=hint) from None
+        raise ConfigurationError(f"{shown}: {shown_url(str(err.reason))}", hint=hint) from None
     if isinstance(err, (OSError, ValueError)):  # http.client.InvalidURL, a reset, ...
-        raise ConfigurationError(f"{shown}: {_shown(str(err))}",
+        raise ConfigurationError(f"{shown}: {shown_url(str(err))}",
                                  hint="check the URL and the network") from None
     raise err
