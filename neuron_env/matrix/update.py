@@ -246,7 +246,10 @@ def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
         raise ConfigurationError(f"--sha256 {pin}: not 64 hex digits")
     from neuron_env.util.bounded_http import check_url
 
-    check_url(url)
+    if check_url(url).scheme != "https" and ca_bundle is not None:
+        raise ConfigurationError(f"--ca-bundle {ca_bundle}: only https:// uses a CA bundle, and "
+                                 f"{_shown(url)} is not https: refused rather than ignored",
+                                 hint="drop --ca-bundle, or use the https:// URL")
     _transport_ok(url, pin is not None, key is not None)
     data = read_url(url, max(MAX_MATRIX, MAX_MANIFEST), ca_bundle=ca_bundle, timeout=timeout)
     if pin:

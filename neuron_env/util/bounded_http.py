@@ -108,12 +108,29 @@ def _opener(url: str, ca_bundle: str | None) -> Any:
 
     handlers: list[Any] = [SameOrigin()]
     if urllib.parse.urlsplit(url).scheme == "https":
+        if ca_bundle is not None:
+            check_ca_bundle(ca_bundle)
         try:
             ctx = ssl.create_default_context(cafile=ca_bundle)
         except (OSError, ssl.SSLError) as e:
             raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
         handlers.append(urllib.request.HTTPSHandler(context=ctx))
     return urllib.request.build_opener(*handlers)
+
+
+def check_ca_bundle(path: str) -> None:
+    """--ca-bundle names a regular file (a FIFO or a device would block the TLS set-up)."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ConfigurationError(f"--ca-bundle {path}: cannot be used: {e.strerror or e}",
+                                 hint="pass a PEM file of CA certificates") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigurationError(f"--ca-bundle {path}: not a regular file",
+                                 hint="pass a PEM file of CA certificates")
 
 
 def _cut(resp: Any) -> None:

@@ -190,3 +190,19 @@ def test_an_s3_manifest_lists_its_own_bucket_only(moto_url: str, tmp_path: Path)
                           env=aws_env(moto_url))
     assert code == 2 and "the manifest's own host" in doc["error"]["message"], doc
     assert not user.exists()
+
+
+def test_ca_bundle_must_be_a_file_and_needs_https(tmp_path: Path) -> None:
+    """A FIFO as --ca-bundle is refused at once (never read); with an http URL it would be
+    silently ignored: refused."""
+    import os
+
+    fifo = tmp_path / "ca.fifo"
+    os.mkfifo(fifo)
+    pinned = f"#sha256={'0' * 64}"
+    code, doc, _ = update(tmp_path / "u", "--from", f"https://127.0.0.1:9/m.toml{pinned}",
+                          "--ca-bundle", str(fifo), timeout=30)
+    assert code == 2 and "not a regular file" in doc["error"]["message"], doc
+    code, doc, _ = update(tmp_path / "u", "--from", f"http://127.0.0.1:9/m.toml{pinned}",
+                          "--ca-bundle", str(tmp_path), timeout=30)
+    assert code == 2 and "only https:// uses a CA bundle" in doc["error"]["message"], doc
