@@ -121,15 +121,16 @@ def test_manifest_entries_stay_on_the_manifests_host(
 
 
 def test_no_rollback_or_replay_by_respelling_or_same_date(tmp_path: Path) -> None:
+    """2.90: a release no bundled matrix has (2.33 is the bundled one respelled below)."""
     site, user = tmp_path / "site", tmp_path / "user"
     site.mkdir()
-    good = matrix("2.34", "2026-12-01")
+    good = matrix("2.90", "2026-12-01")
     files = {"good.toml": good,
-             "respelled-older.toml": matrix("2.34.0", "2026-11-01"),
-             "respelled-same-date.toml": matrix("2.34.0", "2026-12-01") + "\n# same date\n",
+             "respelled-older.toml": matrix("2.90.0", "2026-11-01"),
+             "respelled-same-date.toml": matrix("2.90.0", "2026-12-01") + "\n# same date\n",
              "same-date.toml": good + "\n# another text, same date\n",
              "bundled-respelled.toml": matrix("2.33.0", "2026-10-01"),
-             "newer.toml": matrix("2.34.0", "2026-12-15")}
+             "newer.toml": matrix("2.90.0", "2026-12-15")}
     for name, text in files.items():
         (site / name).write_text(text)
     with serve(site) as url:
@@ -137,19 +138,19 @@ def test_no_rollback_or_replay_by_respelling_or_same_date(tmp_path: Path) -> Non
             return f"{url}/{name}#sha256={digest(files[name])}"
 
         assert update(user, "--from", pin("good.toml"))[0] == 0
-        for name, why in (("respelled-older.toml", "older revision of Neuron 2.34"),
+        for name, why in (("respelled-older.toml", "older revision of Neuron 2.90"),
                           ("respelled-same-date.toml", "same date"),
                           ("same-date.toml", "same date"),
                           ("bundled-respelled.toml", "older revision of Neuron 2.33")):
             code, doc, _ = update(user, "--from", pin(name), "--allow-older")
             assert code == 2 and why in doc["files"][0]["reason"], (name, doc)
-            assert sorted(p.name for p in user.iterdir()) == ["neuron-2.34.toml"], name
-            assert (user / "neuron-2.34.toml").read_text() == good
+            assert sorted(p.name for p in user.iterdir()) == ["neuron-2.90.toml"], name
+            assert (user / "neuron-2.90.toml").read_text() == good
         code, doc, _ = update(user, "--from", pin("newer.toml"))
         assert code == 0 and doc["files"][0]["action"] == "replace", doc
     # the newer revision replaced the file of that release: one 2.34, never two
-    assert sorted(p.name for p in user.iterdir()) == ["neuron-2.34.toml"]
-    assert "2026-12-15" in (user / "neuron-2.34.toml").read_text()
+    assert sorted(p.name for p in user.iterdir()) == ["neuron-2.90.toml"]
+    assert "2026-12-15" in (user / "neuron-2.90.toml").read_text()
 
 
 @pytest.mark.parametrize("url", [
