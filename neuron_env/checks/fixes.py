@@ -30,6 +30,17 @@ def apt_packages(m: Matrix, names: list[str] | None = None) -> list[str]:
     return out
 
 
+def apt_get_install(m: Matrix, names: list[str], flags: str = "-y") -> str:
+    """`sudo apt-get install -y 'name=VERSION*' ...`: `names` at the release's pins, quoted
+    (an unquoted `name=1.2*` is a shell glob); a name the matrix does not list, as is."""
+    listed = {a.name for a in m.driver.apt}
+    pinned = dict(zip([n for n in names if n in listed], apt_packages(
+        m, [n for n in names if n in listed]), strict=False))
+    by_name = {p.split("=")[0]: p for p in pinned.values()}
+    return f"sudo apt-get install {flags} " + " ".join(
+        shlex.quote(by_name.get(n, n)) for n in names)
+
+
 def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> str | None:
     """Set up the Neuron apt repository for the host's codename, then install; None where the
     host is not apt-based (the prose then says what to do by hand)."""
@@ -43,7 +54,8 @@ def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> 
     return " && ".join([
         "sudo install -d -m 0755 /etc/apt/keyrings",
         f"curl -fsSL {APT_KEY} | sudo gpg --dearmor --yes -o {KEYRING}",
-        f'echo "deb [signed-by={KEYRING}] {APT_REPO} {codename} main" '
+        # echo joins its words with one space: the same line, in words a terminal can hold
+        f'echo "deb [signed-by={KEYRING}]" {APT_REPO} {codename} main '
         "| sudo tee /etc/apt/sources.list.d/neuron.list >/dev/null",
         "sudo apt-get update",
         "sudo apt-get install -y " + " ".join(pkgs),

@@ -129,7 +129,7 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
 
     try:
         out = produce()
-        text = render(out, fmt, verbose=verbose, colour=use_colour())
+        text = render(out, fmt, verbose=verbose, colour=use_colour(), width=terminal_width())
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -138,6 +138,14 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
         fail(e, fmt, schema, reports)
     sys.stdout.write(text)
     raise typer.Exit(out.exit_code)
+
+
+def terminal_width() -> int | None:
+    """stdout's width when it is a terminal (text is fitted to it); None when piped (one line
+    per item, for grep and logs)."""
+    if not (hasattr(sys.stdout, "isatty") and sys.stdout.isatty()):
+        return None
+    return max(shutil.get_terminal_size((80, 24)).columns, 20)
 
 
 def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> NoReturn:
