@@ -410,14 +410,29 @@ def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | None,
                    listed: int | None, lnc: int | None, lnc_from: str, busy: list[str],
                    visible: set[int] | None, docs: str | None) -> Result:
-    n = len(visible) if visible else (listed or expected)
-    what = f"{n} logical NeuronCores" if n else "logical NeuronCore count unknown"
-    what += f" at LNC={lnc} ({lnc_from})" if lnc else ""
+    """Passes only on what was seen: neuron-ls's count, or the devices' own core counts in
+    sysfs; a count that only the instance type gives is said as expected, never as seen."""
+    nodes = facts.driver.device_nodes
+    phys = [d.core_count for d in facts.driver.sysfs_devices if d.core_count]
+    whole = lnc and nodes and phys and len(phys) == len(facts.driver.sysfs_devices)
+    sysfs = sum(phys) // lnc if whole and lnc else None
+    seen, src = (listed, "neuron-ls") if listed is not None else (sysfs, "sysfs")
+    observed = {**observed, "devices_visible": len(nodes), "sysfs_logical_cores": sysfs}
+    at = f" at LNC={lnc} ({lnc_from})" if lnc else ""
+    if seen is None:
+        why = ("no Neuron device visible" if not nodes else
+               "the devices' core counts were not readable and neuron-ls did not run")
+        exp = f": {expected} logical NeuronCores expected{at}" if expected else ""
+        return Result("driver.cores", "driver", "skip" if not nodes else "warn",
+                      f"{why}{exp}, none seen (see driver.devices)", observed=observed,
+                      expected=expected)
+    n = len(visible) if visible else seen
+    what = f"{n} logical NeuronCores{at}"
     if visible:
         what += " (NEURON_RT_VISIBLE_CORES)"
-    if listed is not None and expected is not None and listed != expected:
+    if expected is not None and seen != expected:
         return Result("driver.cores", "driver", "warn",
-                      f"neuron-ls shows {listed} logical cores; {facts.instance.type} at "
+                      f"{src} shows {seen} logical cores; {facts.instance.type} at "
                       f"LNC={lnc} should have {expected}", observed=observed,
                       expected=expected, fix="check dmesg and neuron-ls for cores that failed "
                       "to initialise", docs=docs)
@@ -428,5 +443,7 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
                       fix="a job started now fails with 'NeuronCore(s) not available' unless "
                           "it uses other cores (NEURON_RT_VISIBLE_CORES); stop the holder if it "
                           "should not be running", docs=docs, details={"holders": busy})
-    return Result("driver.cores", "driver", "pass", what + ", none held", observed=observed,
+    held = ", none held" if facts.neuron_ls is not None else " (holders not listed: no neuron-ls)"
+    what += "" if src == "neuron-ls" else f" (from {len(nodes)} devices' sysfs core counts)"
+    return Result("driver.cores", "driver", "pass", what + held, observed=observed,
                   expected=expected)
