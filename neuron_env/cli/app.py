@@ -124,10 +124,12 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
          interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
     """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
     `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
+    from neuron_env.cli import requires
     from neuron_env.report.render import render
     from neuron_env.report.text import use_colour
 
     try:
+        requires.check(requires.current_context())  # an option without its partner: exit 2
         out = produce()
         text = render(out, fmt, verbose=verbose, colour=use_colour(), width=terminal_width())
     except typer.Exit:
