@@ -55,7 +55,7 @@ def _flag(ctx: Any, name: str) -> str:
 
 
 def path_of(ctx: Any) -> str:
-    names = []
+    names: list[str] = []
     while ctx is not None and ctx.parent is not None:
         names.insert(0, ctx.info_name or "")
         ctx = ctx.parent
@@ -80,5 +80,5 @@ def current_context() -> Any:
     try:
         from typer._click.globals import get_current_context
     except ImportError:  # pragma: no cover - typer < 0.28 runs on click
-        from click import get_current_context
+        from click import get_current_context  # type: ignore[no-redef]
     return get_current_context(silent=True)
