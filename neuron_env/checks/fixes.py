@@ -10,7 +10,7 @@ from neuron_env.matrix.model import fmt_spec
 
 if TYPE_CHECKING:
     from neuron_env.checks import Context
-    from neuron_env.matrix.model import Matrix
+    from neuron_env.matrix.model import Matrix, OSEntry
     from neuron_env.probes.facts import HostFacts
 
 APT_REPO = "https://apt.repos.neuron.amazonaws.com"
@@ -120,21 +120,33 @@ def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | No
             f"{DEFAULT_VENV} --python PATH`", None)
 
 
+def _newest_first(version: str) -> tuple[int, ...]:
+    return tuple(-int(x) for x in version.split(".") if x.isdigit())
+
+
+def os_targets(m: Matrix) -> list[OSEntry]:
+    """The releases worth moving to: supported with no source saying otherwise (never one the
+    matrix marks disputed or end of support), those with prebuilt wheels first, newest first."""
+    ok = [e for e in m.os if e.status == "supported" and not e.disputed_status]
+    return sorted(ok, key=lambda e: (e.wheels is not True, _newest_first(e.version)))
+
+
 def dlami(m: Matrix) -> tuple[str, str | None]:
-    """(prose, command) for "move to a supported OS": the image id of the Neuron DLAMI for the
-    newest supported OS the matrix states one for (single-framework when stated)."""
+    """(prose, command) for "move to a supported OS": the releases with prebuilt wheels first,
+    then the image id of the Neuron DLAMI for the first of them the matrix states one for."""
     from neuron_env.matrix import dlami as dl
 
-    supported = [e for e in m.os if e.status == "supported"]
-    text = (f"move to {' or '.join(e.label for e in supported)}: this host's OS cannot be "
-            "changed in place")
-    names = [f"{e.id}-{e.version}" for e in sorted(
-        supported, key=lambda e: tuple(int(x) for x in e.version.split(".") if x.isdigit()),
-        reverse=True)]
-    name = next((n for n in names if dl.stated_for(m, n)), None)
+    targets = os_targets(m)
+    said = [e.label + (" (prebuilt wheels)" if e.wheels is True else
+                       " (no prebuilt wheels: the DLAMI or a source build)" if e.wheels is False
+                       else "") for e in targets]
+    text = (f"move to {', else '.join(said)}: this host's OS cannot be changed in place"
+            if said else f"no OS is plainly supported by Neuron {m.release}: see its notes")
+    name = next((n for n in (f"{e.id}-{e.version}" for e in targets) if dl.stated_for(m, n)),
+                None)
     if name is None:
         return text, None
     param, _ = dl.dlami_choice(m, name)
-    return (f"{text}; launch the Neuron {dl.label(param)}, whose image id this prints",
+    return (f"{text}; or launch the Neuron {dl.label(param)}, whose image id this prints",
             f"aws ssm get-parameter --name {shlex.quote(param)} --query Parameter.Value "
             "--output text")
