@@ -60,7 +60,7 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     (util.wrap.CMD) so fitting the text to a terminal never breaks one."""
     from neuron_env.report import steps as st
 
-    lines = []
+    lines = rehearsal_lead(report)
     m = report.matrix or {}
     plan = st.plan(report.results, smoke=report.schema == "neuron-env.doctor/1")
     groups: dict[str, list[Result]] = {}
@@ -92,7 +92,8 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
         report.exit_code, "ERROR")
     against = f"against Neuron {m.get('release')}; " if m else ""
-    emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") else ""
+    emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") or any(
+        (r.details or {}).get("emulated") and r.status != "fail" for r in report.results) else ""
     if plan:
         lines += ["", "Next steps:", *next_steps(plan)]
     lines.append("")
@@ -101,6 +102,25 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
                  f"{report.exit_code}){emulated}")
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
+
+
+REHEARSAL_VENV = "~/neuron-rehearsal"
+
+
+def rehearsal_lead(report: Report) -> list[str]:
+    """doctor on a host with no Neuron device and no Trainium instance type (a laptop, a CI
+    runner): first, how to rehearse here, with the emulated backend."""
+    if report.schema != "neuron-env.doctor/1":
+        return []
+    by_id = {r.id: r for r in report.results}
+    devices = (report.target.get("driver") or {}).get("device_nodes")
+    inst, emu = by_id.get("instance.type"), by_id.get("backend.emulator")
+    if devices or devices is None or inst is None or inst.status == "pass" or (
+            emu is not None and emu.status != "pass"):
+        return []
+    return ["No Neuron device here. To rehearse on this host (the emulated backend, on the CPU):",
+            f"     {CMD}neuron-env install --backend emulated --venv {REHEARSAL_VENV}",
+            f"     {CMD}neuron-env doctor --python {REHEARSAL_VENV}/bin/python", ""]
 
 
 def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[str]:
