@@ -95,9 +95,35 @@ def new_venv_cmd(ctx: Context, python: str, venv: str = DEFAULT_VENV, quoted: bo
                      python if quoted else shlex.quote(python)])
 
 
+def install_refusal(facts: HostFacts, m: Matrix, python_version: str,
+                    torch: str | None = None) -> str | None:
+    """Why `neuron-env install` would refuse this host for a Python of `python_version` (its
+    own planner asked: the OS, the architecture, the pair), or None: a fix line never offers an
+    install that install itself refuses."""
+    from neuron_env.errors import ResolutionError
+    from neuron_env.install.plan import Inputs, make_plan
+
+    try:
+        make_plan(m, Inputs(python="python", python_version=python_version, prefix="",
+                            os_id=facts.os.id, os_version=facts.os.version_id, arch=facts.arch,
+                            torch=torch))
+    except ResolutionError as e:
+        return e.message
+    return None
+
+
+REHEARSAL_VENV = "~/neuron-rehearsal"
+REHEARSE = f"neuron-env install --backend emulated --venv {REHEARSAL_VENV}"
+
+
 def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | None]:
-    """(prose, command) that gives the user a venv on a Python the matrix accepts."""
+    """(prose, command) that gives the user a venv on a Python the matrix accepts; prose
+    alone where install would refuse this host whatever the Python (see os.release)."""
     expected = fmt_spec(m.python)
+    refused = install_refusal(facts, m, wanted_minor(m) + ".0")
+    if refused:
+        return (f"neuron-env cannot install the Neuron backend on this host ({refused}; see "
+                f"os.release); to rehearse here, `{REHEARSE}`", None)
     fit = fitting_pythons(facts, m)
     if fit:
         path, v = fit[0]

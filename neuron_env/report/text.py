@@ -94,6 +94,7 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     against = f"against Neuron {m.get('release')}; " if m else ""
     emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") or any(
         (r.details or {}).get("emulated") and r.status != "fail" for r in report.results) else ""
+    lines += fixes_run(report.extra.get("fixes") or [], colour)
     if plan:
         lines += ["", "Next steps:", *next_steps(plan)]
     lines.append("")
@@ -102,9 +103,6 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
                  f"{report.exit_code}){emulated}")
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
-
-
-REHEARSAL_VENV = "~/neuron-rehearsal"
 
 
 def rehearsal_lead(report: Report) -> list[str]:
@@ -118,8 +116,10 @@ def rehearsal_lead(report: Report) -> list[str]:
     if devices or devices is None or inst is None or inst.status == "pass" or (
             emu is not None and emu.status != "pass"):
         return []
+    from neuron_env.checks.fixes import REHEARSAL_VENV, REHEARSE
+
     return ["No Neuron device here. To rehearse on this host (the emulated backend, on the CPU):",
-            f"     {CMD}neuron-env install --backend emulated --venv {REHEARSAL_VENV}",
+            f"     {CMD}{REHEARSE}",
             f"     {CMD}neuron-env doctor --python {REHEARSAL_VENV}/bin/python", ""]
 
 
@@ -137,6 +137,22 @@ def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[st
             return [f"        fix: {st.prose(r) or 'run'}:", f"          {CMD}{r.fix_command}"]
         return [f"        fix: {words}"]
     return [f"        fix: next step {step} below"]
+
+
+def fixes_run(done: list[dict[str, Any]], colour: bool) -> list[str]:
+    """doctor --fix: each fix that ran, and whether it worked (the checks above are the run
+    after the fixes); a failed one is said here, not only in its output on stderr."""
+    ran = [d for d in done if d.get("ran")]
+    if not ran:
+        return []
+    out = ["", "Fixes run (doctor --fix):"]
+    for d in ran:
+        ok = d.get("exit_code") == 0
+        out.append(f"  {_mark('pass' if ok else 'fail', colour)} {d['id']}: "
+                   + ("done" if ok else f"FAILED (exit {d.get('exit_code')}; its output is "
+                      "above, on stderr)"))
+        out.append(f"     {CMD}{d['command']}")
+    return out
 
 
 def next_steps(plan: list[Step]) -> list[str]:

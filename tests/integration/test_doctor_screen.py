@@ -28,7 +28,8 @@ def bare(tmp_path_factory):
 
 
 def doctor(root, *extra):
-    return run_cli("doctor", "--root", str(root), "--python", sys.executable, *extra)
+    python = () if "--python" in extra else ("--python", sys.executable)
+    return run_cli("doctor", "--root", str(root), *python, *extra)
 
 
 def test_a_bare_host_prints_each_action_once_and_numbered_next_steps(bare):
@@ -113,3 +114,23 @@ def test_doctor_fits_an_80_column_terminal(bare):
     apt = next(ln for ln in pasted.splitlines() if "gpg --dearmor" in ln).strip()
     subprocess.run(["bash", "-n", "-c", apt], check=True)
     assert all(f"{a.name}=" in apt for a in catalog.select(None).driver.apt)
+
+
+def test_a_safe_fix_that_fails_is_said_failed_in_the_text(tmp_path):
+    """doctor --fix --yes runs backend.emulator's safe fix (pip uninstall) in a venv without
+    pip: it fails, and the text says so (not only its output on stderr)."""
+    from tests.helpers.envs import add_dist, make_venv, site_packages
+
+    py = make_venv(tmp_path / "v")
+    site = site_packages(py)
+    for name, ver in (("torch", "2.14.0"), ("torch-neuronx", "2.14.3.0.1711"),
+                      ("neuron-emulator", "0.1.0")):
+        add_dist(site, name, ver)
+    root = roots.trn2_host(tmp_path / "r")
+    args = ("--only", "backend.emulator", "--fix", "--yes")
+    p = doctor(root, *args, "--python", str(py))
+    assert p.returncode == 1, p.stderr
+    assert "Fixes run (doctor --fix):" in p.stdout
+    assert "backend.emulator: FAILED (exit 1" in p.stdout and "pip uninstall" in p.stdout
+    doc = json.loads(doctor(root, *args, "--python", str(py), "--format", "json").stdout)
+    assert doc["fixes"][0]["ran"] and doc["fixes"][0]["exit_code"] == 1
