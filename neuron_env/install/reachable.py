@@ -4,6 +4,7 @@ can say what an offline run could install (`--torch 2.13`) instead of only "unre
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
 from pathlib import Path
@@ -56,9 +57,45 @@ def offered(name: str, find_links: tuple[str, ...] | list[str],
     return dict(sorted(out.items(), key=lambda kv: Version(kv[0]), reverse=True))
 
 
+def pip_configured(python: str, timeout: float = 30.0) -> tuple[list[str], list[str]]:
+    """(find-links directories, file:// index URLs) that pip's own configuration names (its
+    config files and PIP_* variables: `pip config list`); ([], []) where pip cannot say."""
+    from neuron_env.util import proc
+
+    try:
+        res = proc.run([python, "-m", "pip", "config", "list"], timeout=timeout)
+    except OSError:
+        return [], []
+    links: list[str] = []
+    urls: list[str] = []
+    for line in res.stdout.splitlines() if res.returncode == 0 else []:
+        key, _, value = line.partition("=")
+        value = value.strip().strip("'\"")
+        name = key.rsplit(".", 1)[-1]
+        for v in value.split():
+            if name == "find-links":
+                path = urllib.parse.unquote(urllib.parse.urlparse(v).path) \
+                    if v.startswith("file:") else v
+                if os.path.isdir(path) and path not in links:
+                    links.append(path)
+            elif name in ("index-url", "extra-index-url") and v.startswith("file:") \
+                    and v not in urls:
+                urls.append(v)
+    return links, urls
+
+
 def torch_hint(find_links: tuple[str, ...] | list[str], index_urls: tuple[str, ...] | list[str],
-               wanted: str) -> str:
-    """One sentence for a failed resolution: the torch versions reachable offline."""
+               wanted: str, configured: tuple[list[str], list[str]] = ([], [])) -> str:
+    """One sentence for a failed resolution: the torch versions reachable offline.
+    `configured`: what pip's configuration names (pip_configured), said as the exact flags."""
+    for d in configured[0] if not find_links else []:
+        here = offered("torch", [d])
+        if here:
+            v = next(iter(here))
+            minor = ".".join(v.split("+")[0].split(".")[:2])
+            return (f"pip's configuration names the wheelhouse {d}, which offers torch "
+                    f"{', '.join(here)}; neuron-env installs only from the sources it is "
+                    f"given: rerun with --torch {minor} --find-links {d}")
     found = offered("torch", find_links, index_urls)
     if not find_links and not found:
         return (f"nothing offers torch offline here (no --find-links given): pass --find-links "

@@ -34,3 +34,13 @@ def test_nothing_offline_says_what_to_pass(tmp_path):
     empty.mkdir()
     assert "offer no torch wheel: add torch 2.14.0 wheels" in torch_hint([str(empty)], [],
                                                                            "2.14.0")
+
+
+def test_a_wheelhouse_pip_is_configured_with_is_said_as_the_exact_flags(tmp_path):
+    house = tmp_path / "wheels"
+    wheel(house, "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+    hint = torch_hint([], [], "2.14.0", ([str(house)], []))
+    assert hint.endswith(f"rerun with --torch 2.13 --find-links {house}")
+    # given --find-links, pip's configuration is not what is said
+    assert "pip's configuration" not in torch_hint([str(house)], [], "2.14.0",
+                                                   ([str(house)], []))
