@@ -14,7 +14,8 @@ Launcher = choices("Launcher", "torchrun", "srun")
 
 @app.command()
 def trial(
-    model: str = typer.Argument(..., help="module:callable, path/to/file.py:callable or "
+    model: str = typer.Argument(..., metavar="MODEL", help="module:callable, "
+                                "path/to/file.py:callable or "
                                 "builtin:mlp|conv|transformer-block|embedding. The callable "
                                 "returns (model, example_inputs[, loss_fn])."),
     python: str = python_option(),

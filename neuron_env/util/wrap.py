@@ -13,7 +13,7 @@ import re
 CMD = "\ue000"  # marks a line (after its indent) as a shell command; never shown
 _SGR = re.compile(r"\x1b\[[0-9;]{0,8}m")
 # the bullet a continuation hangs under: `[✓] `, `✓ `, `- `, `1. `, `fix: `, `observed: `
-_BULLET = re.compile(r"^( *)((?:\[[^\]\s]{1,12}\]|[✓✗!+x*•-]|\d{1,3}\.|[A-Za-z][\w .-]{0,20}:)"
+_BULLET = re.compile(r"^( *)((?:\[[^\]\s]{1,12}\]|->|[✓✗!+x*•-]|\d{1,3}\.|[A-Za-z][\w .-]{0,20}:)"
                      r" +)?")
 CONTINUE = "  "  # how much deeper a command's continuation lines sit
 
