@@ -98,9 +98,10 @@ def _device_index(node: ast.Call) -> int | bool | None:
     if not args:
         return None
     v = args[0]
-    ok = isinstance(v, ast.Constant) and isinstance(v.value, int) and \
-        not isinstance(v.value, bool) and v.value >= 0
-    return v.value if ok else False  # type: ignore[union-attr]
+    if isinstance(v, ast.Constant) and isinstance(v.value, int) and \
+            not isinstance(v.value, bool) and v.value >= 0:
+        return v.value
+    return False
 
 
 def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
