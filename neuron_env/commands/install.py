@@ -244,7 +244,7 @@ def _say_reachable(e: ResolutionError, plan) -> None:
     from neuron_env.install.reachable import pip_configured, torch_hint
 
     local = [i.url for i in plan.indexes if i.url.startswith("file:")]
-    configured = pip_configured(sys.executable) if not plan.find_links else ([], [])
+    configured = pip_configured(prefix=sys.prefix) if not plan.find_links else ([], [])
     e.hint = "; ".join(h for h in (e.hint, torch_hint(plan.find_links, local,
                                                        str(plan.pair.torch), configured)) if h)
 
