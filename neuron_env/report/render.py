@@ -24,11 +24,13 @@ def render(out: Report | Document, fmt: str, verbose: bool = False,
            colour: bool = False, width: int | None = None) -> str:
     """The one renderer entry point; every output is masked for credentials, then sanitised
     (util.text.clean: no control character, lone surrogate or XML-forbidden character leaves
-    the process raw; JSON escapes them itself) on the way out. `width` (a terminal's): the
-    text view is fitted to it (util.wrap); None keeps one line per item."""
+    the process raw; JSON escapes them itself) on the way out. `width` (a terminal's): a
+    report's text view is fitted to it (util.wrap); None keeps one line per item."""
     raw_ok = out.raw_ok if isinstance(out, Document) and fmt == "text" else ""
-    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok,
-                width if fmt == "text" else None)
+    # only a report is fitted: a Document's text is an artifact (a script, YAML, a diff, a
+    # table) that must reach a terminal, a file or a paste unchanged
+    fitted = width if fmt == "text" and isinstance(out, Report) else None
+    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok, fitted)
 
 
 def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",

@@ -126,3 +126,14 @@ def test_fit_without_a_width_keeps_one_line_per_item():
 def test_split_top_respects_quotes_and_groups():
     cmd = "a && b 'x && y' && { c && d; } && \"e && f\""
     assert wrap.split_top(cmd, "&&") == ["a", "b 'x && y'", "{ c && d; }", "\"e && f\""]
+
+
+def test_only_reports_are_fitted_never_a_document_s_artifact():
+    from neuron_env.report.model import Document
+    from neuron_env.report.render import render as render_any
+
+    script = "#!/bin/sh\n" + "echo " + "word " * 40 + "\n"
+    doc = Document({"exit_code": 0}, lambda body: script)
+    assert render_any(doc, "text", width=40) == script
+    rep = report([fail("python.version", None, "word " * 30)])
+    assert max(map(len, render_any(rep, "text", width=40).splitlines())) <= 40
