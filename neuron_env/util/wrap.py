@@ -46,7 +46,7 @@ def wrap_line(line: str, width: int) -> list[str]:
     if width - hang < 20:
         hang = lead if width - lead >= 20 else 0
     lines, cur, fresh = [], line[:lead], True
-    for w in line[lead:].split(" "):
+    for w in _words(line[lead:]):
         if fresh:
             cur, fresh = cur + w, not w
         elif visible(cur) + 1 + visible(w) <= width or visible(w) > width - hang:
@@ -56,6 +56,23 @@ def wrap_line(line: str, width: int) -> list[str]:
             cur, fresh = " " * hang + w, not w
     lines.append(cur)
     return lines
+
+
+def _words(text: str) -> list[str]:
+    """Words at spaces, but a `quoted command` in the prose stays one word (never cut)."""
+    if text.count("`") % 2:
+        return text.split(" ")
+    out: list[str] = []
+    for i, part in enumerate(text.split("`")):
+        if i % 2:  # inside backticks
+            out[-1:] = [f"{out[-1] if out else ''}`{part}`"]
+            continue
+        words = part.split(" ")
+        if out and i:
+            out[-1] += words[0]
+            words = words[1:]
+        out += words
+    return out
 
 
 def command_lines(cmd: str, indent: str, width: int) -> list[str]:

@@ -137,3 +137,12 @@ def test_only_reports_are_fitted_never_a_document_s_artifact():
     assert render_any(doc, "text", width=40) == script
     rep = report([fail("python.version", None, "word " * 30)])
     assert max(map(len, render_any(rep, "text", width=40).splitlines())) <= 40
+
+
+def test_a_quoted_command_in_prose_is_never_cut():
+    cmd = "`neuron-env install --backend emulated --venv ~/neuron-rehearsal`"
+    lines = wrap.wrap_line(f"        fix: cannot install here; to rehearse, {cmd}, then go on", 60)
+    assert any(cmd in ln for ln in lines)
+    assert " ".join(ln.strip() for ln in lines).endswith(f"{cmd}, then go on")
+    odd = "        fix: a ` lone backtick " + "word " * 12
+    assert " ".join(x.strip() for x in wrap.wrap_line(odd, 40)) == odd.strip()
