@@ -113,6 +113,8 @@ def rehearsal_lead(report: Report) -> list[str]:
     by_id = {r.id: r for r in report.results}
     devices = (report.target.get("driver") or {}).get("device_nodes")
     inst, emu = by_id.get("instance.type"), by_id.get("backend.emulator")
+    if report.target.get("root") not in ("/", None):
+        return []  # an image under --root: not this host to rehearse on
     if devices or devices is None or inst is None or inst.status == "pass" or (
             emu is not None and emu.status != "pass"):
         return []

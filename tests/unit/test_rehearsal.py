@@ -61,3 +61,8 @@ def test_a_host_without_a_device_leads_with_how_to_rehearse():
 def test_a_trainium_host_or_an_emulated_env_gets_no_rehearsal_lead():
     assert not render(doctor_report(host())).startswith("No Neuron device")
     assert not render(doctor_report(laptop())).startswith("No Neuron device")
+
+
+def test_an_image_under_root_gets_no_rehearsal_lead():
+    image = laptop({"torch": "2.14.0"}, "3.12.4", root_explicit=True)
+    assert not render(doctor_report(image)).startswith("No Neuron device")
