@@ -300,7 +300,8 @@ def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return r
     emu = facts.target.dist("neuron-emulator")
     if emu is None:
-        return Result("backend.emulator", "backend", "pass", "no emulated backend installed")
+        return Result("backend.emulator", "backend", "pass", "no emulated backend installed",
+                      observed={"neuron-emulator": None})
     real = facts.target.dist("torch-neuronx")
     if real is not None and not m.placeholder(real.name, real.version):
         return Result("backend.emulator", "backend", "fail",

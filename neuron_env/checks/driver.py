@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks import check
+from neuron_env.checks import check, fixes
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 def apt_fix(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> dict[str, Any]:
     """fix/fix_command: the Neuron apt repository set up for this host's codename, then the
     packages; where the host is not apt-based, what to do by hand."""
-    from neuron_env.checks import fixes
-
     cmd = fixes.apt_install(facts, m, names)
     if cmd is None:
         return {"fix": f"{facts.os.pretty_name or facts.os.id or 'this OS'} has no Neuron apt "
@@ -79,8 +77,8 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             return Result("driver.module", "driver", "warn",
                           f"neuron module {d.module_version} loaded, but aws-neuronx-dkms "
                           f"{dkms} differs from the release's {pin}", observed=observed,
-                          expected=pin, fix_command=(cmd := "sudo apt-get install -y "
-                                                           f"'aws-neuronx-dkms={pin}*'"),
+                          expected=pin, fix_command=(cmd := fixes.apt_get_install(
+                              m, ["aws-neuronx-dkms"])),
                           fix=cmd)
         return Result("driver.module", "driver", "pass",
                       f"neuron module {d.module_version} loaded{extra}", observed=observed,
@@ -212,11 +210,6 @@ def _apt_version(m: Matrix, name: str) -> str | None:
     return a.version if a else None
 
 
-def _apt_pin(m: Matrix, name: str) -> str:
-    a = m.apt(name)
-    return f"{name}={a.version}*" if a and a.version else name
-
-
 def _legacy_result(d: DriverFacts, m: Matrix) -> Result | None:
     legacy = [n for n in LEGACY if n in d.packages]
     if not legacy:
@@ -226,8 +219,8 @@ def _legacy_result(d: DriverFacts, m: Matrix) -> Result | None:
                   "the aws-neuronx-* packages: 'Unable to determine Neuron Driver version', "
                   "runtime compatibility-id errors)",
                   observed={n: d.packages[n] for n in legacy},
-                  fix=f"sudo apt-get remove -y --purge {' '.join(legacy)} && sudo apt-get "
-                      f"install -y {' '.join(_apt_pin(m, n) for n in STACK)}",
+                  fix=(cmd := f"sudo apt-get remove -y --purge {' '.join(legacy)} && "
+                       + fixes.apt_get_install(m, list(STACK))), fix_command=cmd,
                   docs=m.doc("install_troubleshooting") or m.doc("setup"))
 
 
@@ -291,15 +284,18 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     fails = _stack_mismatches(d, m)
     loaded = _loaded_vs_installed(facts)
     hard, soft = _release_differences(d, m)
-    fix = "sudo apt-get install -y " + " ".join(_apt_pin(m, n) for n in STACK)
+    cmd = fixes.apt_get_install(m, list(STACK))
+    fix = cmd
     if loaded:
         fails.append(loaded)
-        fix += " && (sudo modprobe -r neuron && sudo modprobe neuron, or reboot)"
+        fix += ("; then reload the driver (sudo modprobe -r neuron && sudo modprobe neuron, "
+                "or reboot)")
     if fails or hard:
         probs = fails + hard
         return Result("driver.versions", "driver", "fail", probs[0] + (
             f" (+{len(probs) - 1} more)" if len(probs) > 1 else ""), observed=observed,
-            expected=expected, fix=fix, docs=m.doc("runtime_notes") or m.doc("setup"),
+            expected=expected, fix=fix, fix_command=cmd,
+            docs=m.doc("runtime_notes") or m.doc("setup"),
             details={"problems": probs})
     if soft:
         srcs = {a.source for n in STACK if (a := m.apt(n)) and not a.confirmed}
@@ -307,7 +303,7 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return Result("driver.versions", "driver", "warn",
                       f"differs from Neuron {m.release}'s component versions (not confirmed as "
                       f"apt pins): {'; '.join(soft)}", observed=observed, expected=expected,
-                      fix=fix, docs=where or m.doc("release_notes"))
+                      fix=fix, fix_command=cmd, docs=where or m.doc("release_notes"))
     return Result("driver.versions", "driver", "pass",
                   "driver, runtime, collectives and tools in step"
                   + (f" with Neuron {m.release}" if any(expected.values()) else ""),
@@ -414,14 +410,29 @@ def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | None,
                    listed: int | None, lnc: int | None, lnc_from: str, busy: list[str],
                    visible: set[int] | None, docs: str | None) -> Result:
-    n = len(visible) if visible else (listed or expected)
-    what = f"{n} logical NeuronCores" if n else "logical NeuronCore count unknown"
-    what += f" at LNC={lnc} ({lnc_from})" if lnc else ""
+    """Passes only on what was seen: neuron-ls's count, or the devices' own core counts in
+    sysfs; a count that only the instance type gives is said as expected, never as seen."""
+    nodes = facts.driver.device_nodes
+    phys = [d.core_count for d in facts.driver.sysfs_devices if d.core_count]
+    whole = lnc and nodes and phys and len(phys) == len(facts.driver.sysfs_devices)
+    sysfs = sum(phys) // lnc if whole and lnc else None
+    seen, src = (listed, "neuron-ls") if listed is not None else (sysfs, "sysfs")
+    observed = {**observed, "devices_visible": len(nodes), "sysfs_logical_cores": sysfs}
+    at = f" at LNC={lnc} ({lnc_from})" if lnc else ""
+    if seen is None:
+        why = ("no Neuron device visible" if not nodes else
+               "the devices' core counts were not readable and neuron-ls did not run")
+        exp = f": {expected} logical NeuronCores expected{at}" if expected else ""
+        return Result("driver.cores", "driver", "skip" if not nodes else "warn",
+                      f"{why}{exp}, none seen (see driver.devices)", observed=observed,
+                      expected=expected)
+    n = len(visible) if visible else seen
+    what = f"{n} logical NeuronCores{at}"
     if visible:
         what += " (NEURON_RT_VISIBLE_CORES)"
-    if listed is not None and expected is not None and listed != expected:
+    if expected is not None and seen != expected:
         return Result("driver.cores", "driver", "warn",
-                      f"neuron-ls shows {listed} logical cores; {facts.instance.type} at "
+                      f"{src} shows {seen} logical cores; {facts.instance.type} at "
                       f"LNC={lnc} should have {expected}", observed=observed,
                       expected=expected, fix="check dmesg and neuron-ls for cores that failed "
                       "to initialise", docs=docs)
@@ -432,5 +443,7 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
                       fix="a job started now fails with 'NeuronCore(s) not available' unless "
                           "it uses other cores (NEURON_RT_VISIBLE_CORES); stop the holder if it "
                           "should not be running", docs=docs, details={"holders": busy})
-    return Result("driver.cores", "driver", "pass", what + ", none held", observed=observed,
+    held = ", none held" if facts.neuron_ls is not None else " (holders not listed: no neuron-ls)"
+    what += "" if src == "neuron-ls" else f" (from {len(nodes)} devices' sysfs core counts)"
+    return Result("driver.cores", "driver", "pass", what + held, observed=observed,
                   expected=expected)

@@ -10,7 +10,7 @@ from neuron_env.matrix.model import fmt_spec
 
 if TYPE_CHECKING:
     from neuron_env.checks import Context
-    from neuron_env.matrix.model import Matrix
+    from neuron_env.matrix.model import Matrix, OSEntry
     from neuron_env.probes.facts import HostFacts
 
 APT_REPO = "https://apt.repos.neuron.amazonaws.com"
@@ -30,6 +30,17 @@ def apt_packages(m: Matrix, names: list[str] | None = None) -> list[str]:
     return out
 
 
+def apt_get_install(m: Matrix, names: list[str], flags: str = "-y") -> str:
+    """`sudo apt-get install -y 'name=VERSION*' ...`: `names` at the release's pins, quoted
+    (an unquoted `name=1.2*` is a shell glob); a name the matrix does not list, as is."""
+    listed = {a.name for a in m.driver.apt}
+    pinned = dict(zip([n for n in names if n in listed], apt_packages(
+        m, [n for n in names if n in listed]), strict=False))
+    by_name = {p.split("=")[0]: p for p in pinned.values()}
+    return f"sudo apt-get install {flags} " + " ".join(
+        shlex.quote(by_name.get(n, n)) for n in names)
+
+
 def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> str | None:
     """Set up the Neuron apt repository for the host's codename, then install; None where the
     host is not apt-based (the prose then says what to do by hand)."""
@@ -43,7 +54,8 @@ def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> 
     return " && ".join([
         "sudo install -d -m 0755 /etc/apt/keyrings",
         f"curl -fsSL {APT_KEY} | sudo gpg --dearmor --yes -o {KEYRING}",
-        f'echo "deb [signed-by={KEYRING}] {APT_REPO} {codename} main" '
+        # echo joins its words with one space: the same line, in words a terminal can hold
+        f'echo "deb [signed-by={KEYRING}]" {APT_REPO} {codename} main '
         "| sudo tee /etc/apt/sources.list.d/neuron.list >/dev/null",
         "sudo apt-get update",
         "sudo apt-get install -y " + " ".join(pkgs),
@@ -83,9 +95,35 @@ def new_venv_cmd(ctx: Context, python: str, venv: str = DEFAULT_VENV, quoted: bo
                      python if quoted else shlex.quote(python)])
 
 
+def install_refusal(facts: HostFacts, m: Matrix, python_version: str,
+                    torch: str | None = None) -> str | None:
+    """Why `neuron-env install` would refuse this host for a Python of `python_version` (its
+    own planner asked: the OS, the architecture, the pair), or None: a fix line never offers an
+    install that install itself refuses."""
+    from neuron_env.errors import ResolutionError
+    from neuron_env.install.plan import Inputs, make_plan
+
+    try:
+        make_plan(m, Inputs(python="python", python_version=python_version, prefix="",
+                            os_id=facts.os.id, os_version=facts.os.version_id, arch=facts.arch,
+                            torch=torch))
+    except ResolutionError as e:
+        return e.message
+    return None
+
+
+REHEARSAL_VENV = "~/neuron-rehearsal"
+REHEARSE = f"neuron-env install --backend emulated --venv {REHEARSAL_VENV}"
+
+
 def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | None]:
-    """(prose, command) that gives the user a venv on a Python the matrix accepts."""
+    """(prose, command) that gives the user a venv on a Python the matrix accepts; prose
+    alone where install would refuse this host whatever the Python (see os.release)."""
     expected = fmt_spec(m.python)
+    refused = install_refusal(facts, m, wanted_minor(m) + ".0")
+    if refused:
+        return (f"neuron-env cannot install the Neuron backend on this host ({refused}; see "
+                f"os.release); to rehearse here, `{REHEARSE}`", None)
     fit = fitting_pythons(facts, m)
     if fit:
         path, v = fit[0]
@@ -108,21 +146,33 @@ def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | No
             f"{DEFAULT_VENV} --python PATH`", None)
 
 
+def _newest_first(version: str) -> tuple[int, ...]:
+    return tuple(-int(x) for x in version.split(".") if x.isdigit())
+
+
+def os_targets(m: Matrix) -> list[OSEntry]:
+    """The releases worth moving to: supported with no source saying otherwise (never one the
+    matrix marks disputed or end of support), those with prebuilt wheels first, newest first."""
+    ok = [e for e in m.os if e.status == "supported" and not e.disputed_status]
+    return sorted(ok, key=lambda e: (e.wheels is not True, _newest_first(e.version)))
+
+
 def dlami(m: Matrix) -> tuple[str, str | None]:
-    """(prose, command) for "move to a supported OS": the image id of the Neuron DLAMI for the
-    newest supported OS the matrix states one for (single-framework when stated)."""
+    """(prose, command) for "move to a supported OS": the releases with prebuilt wheels first,
+    then the image id of the Neuron DLAMI for the first of them the matrix states one for."""
     from neuron_env.matrix import dlami as dl
 
-    supported = [e for e in m.os if e.status == "supported"]
-    text = (f"move to {' or '.join(e.label for e in supported)}: this host's OS cannot be "
-            "changed in place")
-    names = [f"{e.id}-{e.version}" for e in sorted(
-        supported, key=lambda e: tuple(int(x) for x in e.version.split(".") if x.isdigit()),
-        reverse=True)]
-    name = next((n for n in names if dl.stated_for(m, n)), None)
+    targets = os_targets(m)
+    said = [e.label + (" (prebuilt wheels)" if e.wheels is True else
+                       " (no prebuilt wheels: the DLAMI or a source build)" if e.wheels is False
+                       else "") for e in targets]
+    text = (f"move to {', else '.join(said)}: this host's OS cannot be changed in place"
+            if said else f"no OS is plainly supported by Neuron {m.release}: see its notes")
+    name = next((n for n in (f"{e.id}-{e.version}" for e in targets) if dl.stated_for(m, n)),
+                None)
     if name is None:
         return text, None
     param, _ = dl.dlami_choice(m, name)
-    return (f"{text}; launch the Neuron {dl.label(param)}, whose image id this prints",
+    return (f"{text}; or launch the Neuron {dl.label(param)}, whose image id this prints",
             f"aws ssm get-parameter --name {shlex.quote(param)} --query Parameter.Value "
             "--output text")

@@ -47,7 +47,7 @@ def instance_type(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     what = fam.accelerator or fam.family
     if typ and typ.devices:
         what += f", {typ.devices} device{'s' if typ.devices != 1 else ''} expected"
-    note = "" if typ else "; this type is not listed in the matrix, device count unknown"
+    note = "" if typ else "; this type is not listed in the matrix (device count not checked)"
     if typ and not typ.confirmed:
         note += "; its figures are not confirmed by AWS docs"
     return Result("instance.type", "instance", "pass", f"{inst.type} ({what}) {src}{note}",

@@ -108,25 +108,29 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if why and not have:
         return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
     observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
-    fix = f"sudo apt-get install -y {name}" + (f"={pin}*" if pin else "")
+    from neuron_env.checks.fixes import apt_get_install
+
+    fix = apt_get_install(m, [name])
     docs = m.doc("runtime_notes") or m.doc("setup")
     if not have:
         return Result("backend.collectives", "backend", "fail",
                       f"{name} is not installed: torch.distributed with the 'neuron' backend "
                       "(DDP, FSDP2, more than one NeuronCore) needs it", observed=observed,
-                      expected=pin, fix=fix, docs=docs)
+                      expected=pin, fix=fix, fix_command=fix, docs=docs)
     rt = observed["aws-neuronx-runtime-lib"]
     if rt and minor(rt) != minor(have):
         return Result("backend.collectives", "backend", "fail",
                       f"{name} {base_version(have)} does not match aws-neuronx-runtime-lib "
                       f"{base_version(rt)} (different releases)", observed=observed,
-                      expected=pin, fix=fix + " aws-neuronx-runtime-lib", docs=docs)
+                      expected=pin, docs=docs,
+                      fix=(both := apt_get_install(m, [name, "aws-neuronx-runtime-lib"])),
+                      fix_command=both)
     if pin and base_version(have) != pin:
         confirmed = want is not None and want.confirmed
         level = "fail" if confirmed and minor(have) != minor(pin) else "warn"
         return Result("backend.collectives", "backend", level,
                       f"{name} {base_version(have)}; Neuron {m.release} ships {pin}"
                       + ("" if confirmed else " (component version, not a confirmed pin)"),
-                      observed=observed, expected=pin, fix=fix, docs=docs)
+                      observed=observed, expected=pin, fix=fix, fix_command=fix, docs=docs)
     return Result("backend.collectives", "backend", "pass", f"{name} {base_version(have)}",
                   observed=observed, expected=pin)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from neuron_env.checks import check
 from neuron_env.checks.driver import _not_neuron_host
+from neuron_env.checks.fixes import apt_get_install
 from neuron_env.probes.tools import NEURON_BIN
 from neuron_env.report.model import Result
 
@@ -50,7 +51,8 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if missing:
         problems.append(f"{', '.join(missing)} not found (aws-neuronx-tools "
                         f"{'installed but incomplete' if tools_pkg else 'not installed'})")
-        fixes.append("sudo apt-get install -y --reinstall aws-neuronx-tools")
+        fixes.append(apt_get_install(m, ["aws-neuronx-tools"],
+                                     "-y --reinstall" if tools_pkg else "-y"))
     cc_note = None
     if not t.on_path.get("neuronx-cc"):
         if t.in_venv.get("neuronx-cc"):
@@ -60,7 +62,8 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             cc_note = "neuronx-cc is not installed (see backend.tools)"
     if problems:
         return Result("tools.path", "tools", "fail", "; ".join(problems), observed=observed,
-                      fix=" && ".join(fixes), docs=m.doc("install_troubleshooting"),
+                      fix="; ".join(fixes), docs=m.doc("install_troubleshooting"),
+                      fix_command=fixes[-1] if missing else None,
                       details={"neuronx-cc": cc_note} if cc_note else None)
     if cc_note:
         return Result("tools.path", "tools", "warn", f"neuron-ls, neuron-top on PATH; {cc_note}",

@@ -124,12 +124,14 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
          interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
     """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
     `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
+    from neuron_env.cli import requires
     from neuron_env.report.render import render
     from neuron_env.report.text import use_colour
 
     try:
+        requires.check(requires.current_context())  # an option without its partner: exit 2
         out = produce()
-        text = render(out, fmt, verbose=verbose, colour=use_colour())
+        text = render(out, fmt, verbose=verbose, colour=use_colour(), width=terminal_width())
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -138,6 +140,14 @@ def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool 
         fail(e, fmt, schema, reports)
     sys.stdout.write(text)
     raise typer.Exit(out.exit_code)
+
+
+def terminal_width() -> int | None:
+    """stdout's width when it is a terminal (text is fitted to it); None when piped (one line
+    per item, for grep and logs)."""
+    if not (hasattr(sys.stdout, "isatty") and sys.stdout.isatty()):
+        return None
+    return max(shutil.get_terminal_size((80, 24)).columns, 20)
 
 
 def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> NoReturn:

@@ -60,12 +60,12 @@ def userdata(
 @app.command("imagebuilder-component")
 def imagebuilder_component(
     source: str = typer.Option(None, "--source", help=SOURCE_HELP),
-    venv: str = typer.Option(None, "--venv"),
-    tool_venv: str = typer.Option(None, "--tool-venv"),
-    torch: str = typer.Option(None, "--torch"),
-    backend: str = typer.Option(None, "--backend"),
-    python: str = typer.Option(None, "--python"),
-    log_dir: str = typer.Option(None, "--log-dir"),
+    venv: str = typer.Option(None, "--venv", help="Target venv (as userdata's)."),
+    tool_venv: str = typer.Option(None, "--tool-venv", help="neuron-env's own venv."),
+    torch: str = typer.Option(None, "--torch", help="The torch pair (default: newest)."),
+    backend: str = typer.Option(None, "--backend", help="neuron or emulated."),
+    python: str = typer.Option(None, "--python", help="Base interpreter on the image."),
+    log_dir: str = typer.Option(None, "--log-dir", help="Reports go here."),
     instance_type: str = typer.Option(None, "--instance-type", help="The type the image "
                                       "targets (validate runs on the build instance)."),
     neuron_index_url: str = index_option("neuron", from_env=False),

@@ -76,10 +76,10 @@ def doctor(
     yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: never ask."),
     waive: list[str] = typer.Option(None, "--waive", metavar="ID", help="Accept this check's "
                                     "problem (needs --reason; recorded in the reports)."),
-    reason: list[str] = typer.Option(None, "--reason", metavar="TEXT", help="Why it is "
-                                     "waived."),
-    until: list[str] = typer.Option(None, "--until", metavar="YYYY-MM-DD", help="The waiver "
-                                    "expires after this date (loudly)."),
+    reason: list[str] = typer.Option(None, "--reason", metavar="TEXT", help="With --waive: "
+                                     "why it is waived."),
+    until: list[str] = typer.Option(None, "--until", metavar="YYYY-MM-DD", help="With --waive: "
+                                    "the waiver expires after this date (loudly)."),
     waivers_file: str = typer.Option(None, "--waivers", metavar="FILE", help="TOML file of "
                                      "[[waiver]] id/reason/until."),
     wait: float = typer.Option(0.0, "--wait", metavar="SECONDS", min=0, help="Re-check while "
@@ -90,18 +90,20 @@ def doctor(
     smoke: bool = typer.Option(False, "--smoke", help="Also run the device smoke test "
                                "(smoke.device)."),
     smoke_timeout: float = typer.Option(300.0, "--smoke-timeout", metavar="SECONDS",
-                                        callback=seconds, help="Its hard limit."),
-    collectives: bool = typer.Option(False, "--collectives", help="Also run a short "
-                                     "all_reduce across the local devices "
-                                     "(collectives.all_reduce); with --smoke."),
+                                        callback=seconds, help="With --smoke: its hard "
+                                        "limit."),
+    collectives: bool = typer.Option(False, "--collectives", help="With --smoke: also "
+                                     "a short all_reduce across the local devices "
+                                     "(collectives.all_reduce)."),
     neuron_index_url: str = index_option("neuron", from_env=True),
     pytorch_index_url: str = index_option("pytorch", from_env=True),
     tag_instance: bool = typer.Option(False, "--tag-instance", help="Write the status and "
                                       "neuron-env version as EC2 tags on this instance."),
     publish_ssm: str = typer.Option(None, "--publish-ssm", metavar="NAME", help="Write the "
                                     "JSON summary to this SSM parameter."),
-    strict_publish: bool = typer.Option(False, "--strict-publish", help="A failed "
-                                        "--tag-instance/--publish-ssm fails the run."),
+    strict_publish: bool = typer.Option(False, "--strict-publish", help="With "
+                                        "--tag-instance or --publish-ssm: a failure to publish "
+                                        "fails the run."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show observed/expected too."),
     all_packages: bool = typer.Option(False, "--all-packages", help="List every distribution "
                                       "in target.packages (default: all up to 64, else the "

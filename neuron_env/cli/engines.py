@@ -45,7 +45,7 @@ def slurm_healthcheck(
 
 @app.command("k8s-manifests")
 def k8s_manifests(
-    namespace: str = typer.Option("kube-system", "--namespace"),
+    namespace: str = typer.Option("kube-system", "--namespace", help="The namespace."),
     image: str = typer.Option(None, "--image", help="node-problem-detector image."),
     neuron_env: str = typer.Option(NEURON_ENV, "--neuron-env", help="neuron-env on the nodes."),
     interval: int = typer.Option(300, "--interval", help="How often NPD runs doctor (s)."),

@@ -58,7 +58,7 @@ def install(
                                     "these torch companions (torchvision, torchaudio, torchao) "
                                     "in the build for the plan's torch, from torch's index."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
-    verbose: bool = typer.Option(False, "-v", "--verbose"),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:
     """Install the matching backend. Into a target environment, from the right indexes."""
     from neuron_env.commands.install import SCHEMA, InstallOptions, run

@@ -80,8 +80,24 @@ def _lazy(app: typer.Typer, name: str, module: str):
         if name not in made:
             raise RuntimeError(f"neuron_env.cli.{module} registers no command {name!r} "
                                "(fix COMMANDS in neuron_env/cli/__init__.py)")
-        return made[name]()
+        return plain_usage(made[name]())
     return build
+
+
+def plain_usage(cmd):
+    """A required argument shows as its metavar (`MODEL`), not typer's `{MODEL}` (which reads
+    as a set to choose from); recursively, for a group's commands."""
+    for p in getattr(cmd, "params", ()):
+        if p.param_type_name == "argument" and p.required:
+            word = p.metavar or (p.name or "ARG").upper() + ("..." if p.nargs != 1 else "")
+            p.make_metavar = partial(_metavar, word)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_usage(sub)
+    return cmd
+
+
+def _metavar(metavar: str, ctx=None, *, usage: bool = False) -> str:
+    return metavar
 
 
 def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None,

@@ -49,7 +49,8 @@ def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.j
                                            "neuron-<release>.toml files into."),
                   release: list[str] = typer.Option(None, "--release", help="Only these "
                                                     "releases (2.31.1, or 2.31 for all 2.31.x)."),
-                  dry_run: bool = typer.Option(False, "--dry-run"),
+                  dry_run: bool = typer.Option(False, "--dry-run", help="Say what would "
+                                               "be written; write nothing."),
                   format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Turn AWS's release manifest into matrix files for the XLA-based releases."""
     from neuron_env.commands import matrix_cmd
@@ -70,13 +71,15 @@ def matrix_update(source: str = typer.Option(..., "--from", metavar="URL|s3://BU
                   ca_bundle: str = typer.Option(None, "--ca-bundle", metavar="FILE",
                                                 help="CA certificates for https:// (default: "
                                                 "the system's, or SSL_CERT_FILE)."),
-                  timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS"),
+                  timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS",
+                                                help="Limit for each download."),
                   allow_older: bool = typer.Option(False, "--allow-older", help="Also add "
                                                    "releases older than the newest known."),
                   manifest_key: Path = typer.Option(None, "--manifest-key", metavar="PEM",
                                                     help="Require a signed manifest: "
                                                     "URL.sig must verify with this public key."),
-                  dry_run: bool = typer.Option(False, "--dry-run"),
+                  dry_run: bool = typer.Option(False, "--dry-run", help="Say what would "
+                                               "be written; write nothing."),
                   format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Fetch newer matrix files (verified, validated) into the user's matrix directory."""
     from neuron_env.commands import matrix_update as cmd

@@ -14,7 +14,8 @@ Launcher = choices("Launcher", "torchrun", "srun")
 
 @app.command()
 def trial(
-    model: str = typer.Argument(..., help="module:callable, path/to/file.py:callable or "
+    model: str = typer.Argument(..., metavar="MODEL", help="module:callable, "
+                                "path/to/file.py:callable or "
                                 "builtin:mlp|conv|transformer-block|embedding. The callable "
                                 "returns (model, example_inputs[, loss_fn])."),
     python: str = python_option(),
@@ -25,12 +26,12 @@ def trial(
     atol: float = typer.Option(None, "--atol", help="Absolute tolerance, relative to each "
                                "tensor's largest reference magnitude (default per dtype)."),
     steps: int = typer.Option(0, "--steps", help="Also N SGD steps; parameter drift compared."),
-    lr: float = typer.Option(0.01, "--lr", help="Learning rate of the --steps optimizer."),
+    lr: float = typer.Option(0.01, "--lr", help="With --steps: the optimizer's learning rate."),
     iterations: int = typer.Option(10, "--iterations", help="Steady-state timed runs."),
     compile: bool = typer.Option(False, "--compile", help="Also torch.compile(dynamic=False)."),
     compile_backend: str = typer.Option(None, "--compile-backend", metavar="NAME",
-                                        help="Default: neuron "
-                                             "(neuron), inductor (cuda), aot_eager (cpu)."),
+                                        help="With --compile: the backend (default: neuron "
+                                             "(neuron), inductor (cuda), aot_eager (cpu))."),
     shapes: str = typer.Option(None, "--shapes", metavar="SHAPE,..",
                                help="Compiled shape sweep of the first "
                                     "input, e.g. 8x128,16x128."),
@@ -64,14 +65,16 @@ def trial(
                                 help="With --world-size: the verdict of a run launched with "
                                      "--print-launch's commands, from its RUN_DIR."),
     price_per_hour: float = typer.Option(None, "--price-per-hour", metavar="USD",
-                                         help="The instance's hourly price, for the cost."),
+                                         help="With --world-size: the instance's hourly "
+                                              "price, for the cost."),
     instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE",
-                                      help="The instance type whose price the cost uses "
-                                           "(default: this host's)."),
+                                      help="With --world-size: the instance type whose "
+                                           "price the cost uses (default: this host's)."),
     region: str = typer.Option(None, "--region", metavar="REGION",
-                               help="The price's region (default: environment, IMDS, "
-                                    "us-east-1)."),
-    aws: bool = typer.Option(False, "--aws", help="Price from the AWS Pricing API (boto3)."),
+                               help="With --world-size: the price's region "
+                                    "(default: environment, IMDS, us-east-1)."),
+    aws: bool = typer.Option(False, "--aws", help="With --world-size: the price from the AWS "
+                             "Pricing API (boto3)."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:

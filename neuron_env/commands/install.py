@@ -205,19 +205,50 @@ def _undo_created(create: str | None, made_dir: bool, e: BaseException,
         return
     from neuron_env.install import venv
 
+    kept = _keep_logs(Path(create))  # the logs lived in the venv: keep them outside it
     venv.remove(Path(create), made_dir)
-    progress.say(f"Removed the venv {create} this run created (the install did not finish)")
+    progress.say(f"Removed the venv {create} this run created (the install did not finish)"
+                 + "".join(f"; its log is kept: {new}" for new in kept.values()))
     if isinstance(e, NeuronEnvError):
+        for old, new in kept.items():
+            e.message = e.message.replace(old, new)
+            e.hint = e.hint.replace(old, new) if e.hint else e.hint
         e.message += f" (the new venv {create} was removed)"
+
+
+def _keep_logs(venv_dir: Path) -> dict[str, str]:
+    """Move the install logs out of a venv about to be removed, into neuron-env's cache
+    (logs/); old path -> new path."""
+    import shutil
+    import tempfile
+
+    from neuron_env.matrix.cache import directory
+
+    src = venv_dir / ".neuron-env" / "logs"
+    cache = directory()
+    dest = (cache.parent if cache else Path(tempfile.gettempdir()) / "neuron-env") / "logs"
+    kept = {}
+    for log in sorted(src.glob("*.log")) if src.is_dir() else []:
+        try:
+            dest.mkdir(parents=True, exist_ok=True, mode=0o700)
+            new = dest / log.name
+            shutil.copyfile(log, new)
+            kept[str(log)] = str(new)
+        except OSError:
+            continue
+    return kept
 
 
 def _say_reachable(e: ResolutionError, plan) -> None:
     """A resolution that failed says which torch versions the local sources offer."""
-    from neuron_env.install.reachable import torch_hint
+    import sys
+
+    from neuron_env.install.reachable import pip_configured, torch_hint
 
     local = [i.url for i in plan.indexes if i.url.startswith("file:")]
+    configured = pip_configured(prefix=sys.prefix) if not plan.find_links else ([], [])
     e.hint = "; ".join(h for h in (e.hint, torch_hint(plan.find_links, local,
-                                                       str(plan.pair.torch))) if h)
+                                                       str(plan.pair.torch), configured)) if h)
 
 
 def _report(matrix, facts, results, extra, t0) -> Report:

@@ -54,6 +54,15 @@ def dynamo_metrics(t):
             "source": "torch._dynamo counters (unique_graphs)"}
 
 
+def speed_words(speed):
+    """' (2.82x faster than eager)' / ' (1.50x slower than eager)': one reading only."""
+    if not speed:
+        return ""
+    if speed >= 1:
+        return " (%.2fx faster than eager)" % speed
+    return " (%.2fx slower than eager)" % (1 / speed)
+
+
 def reset_compile(t, n_shapes):
     import torch._dynamo
     torch._dynamo.reset()
@@ -171,7 +180,7 @@ def report_compiled(t, backend, got, metrics):
     summary = ("torch.compile(backend=%r, dynamic=False): %s; compile (first call) %.3fs, "
                "steady median %.4fs%s%s" % (
                    backend, verdict(cmp, t.rtol, t.atol), c["first_call_s"], c["median_s"] or 0,
-                   " (%.2fx eager)" % speed if speed else "",
+                   speed_words(speed),
                    "; %d graph break(s): %s" % (sum(breaks.values()),
                                                 next(iter(breaks)).splitlines()[0])
                    if breaks else ""))

@@ -19,6 +19,10 @@ DIST = "neuron_emulator"
 NAME = "neuron-emulator"
 
 
+REQUIRES_PYTHON = ">=3.10"  # the emulator's own rules (doctor judges an emulated env by them)
+REQUIRES_TORCH = "<2.15,>=2.13"
+
+
 def source_dir() -> Path:
     """The emulator's package: inside the installed wheel, or the checkout's backend/src."""
     here = Path(__file__).resolve().parent.parent  # neuron_env/
@@ -52,8 +56,8 @@ def build(out_dir: Path, src: Path | None = None) -> Path:
         files.append((f"{DIST}/{p.relative_to(src).as_posix()}", p.read_bytes()))
     metadata = (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {ver}\n"
                 "Summary: An EMULATED 'neuron' PyTorch device (PrivateUse1, CPU memory); not "
-                "AWS's torch-neuronx\nRequires-Python: >=3.10\n"
-                "Requires-Dist: torch<2.15,>=2.13\n").encode()
+                f"AWS's torch-neuronx\nRequires-Python: {REQUIRES_PYTHON}\n"
+                f"Requires-Dist: torch{REQUIRES_TORCH}\n").encode()
     files.append((f"{info}/METADATA", metadata))
     files.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: neuron-env\n"
                   b"Root-Is-Purelib: true\nTag: py3-none-any\n"))

@@ -4,6 +4,7 @@ can say what an offline run could install (`--torch 2.13`) instead of only "unre
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
 from pathlib import Path
@@ -56,9 +57,70 @@ def offered(name: str, find_links: tuple[str, ...] | list[str],
     return dict(sorted(out.items(), key=lambda kv: Version(kv[0]), reverse=True))
 
 
+def pip_config_files(env: dict[str, str] | None = None, prefix: str | None = None) -> list[Path]:
+    """The files pip reads its configuration from, lowest priority first, as pip orders them:
+    global, user (not when PIP_CONFIG_FILE names a file that exists), site, PIP_CONFIG_FILE;
+    none at all when PIP_CONFIG_FILE is os.devnull."""
+    env = dict(os.environ) if env is None else env
+    named = env.get("PIP_CONFIG_FILE")
+    if named == os.devnull:
+        return []
+    xdg_dirs = (env.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":")
+    home = env.get("HOME") or os.path.expanduser("~")
+    user = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [*(Path(d) / "pip" / "pip.conf" for d in reversed(xdg_dirs)), Path("/etc/pip.conf")]
+    if not (named and os.path.exists(named)):
+        files += [Path(home) / ".pip" / "pip.conf", Path(user) / "pip" / "pip.conf"]
+    files += [Path(prefix) / "pip.conf"] if prefix else []
+    return files + ([Path(named)] if named else [])
+
+
+def pip_configured(env: dict[str, str] | None = None,
+                   prefix: str | None = None) -> tuple[list[str], list[str]]:
+    """(find-links directories, file:// index URLs) that pip's own configuration gives: for each
+    setting the value of the source pip would use (a later file, [install] over [global], then
+    PIP_FIND_LINKS / PIP_INDEX_URL / PIP_EXTRA_INDEX_URL), read as pip would, without running it."""
+    import configparser
+
+    env = dict(os.environ) if env is None else env
+    values: dict[str, list[str]] = {"find-links": [], "index-url": [], "extra-index-url": []}
+    for f in pip_config_files(env, prefix):
+        cp = configparser.RawConfigParser()
+        try:
+            cp.read(f, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        for section in ("global", "install"):
+            for key in values:
+                for k in (key, key.replace("-", "_")):
+                    if cp.has_option(section, k):
+                        values[key] = (cp.get(section, k) or "").split()
+    for key in values:
+        if ("PIP_" + key.upper().replace("-", "_")) in env:
+            values[key] = env["PIP_" + key.upper().replace("-", "_")].split()
+    links: list[str] = []
+    for v in values["find-links"]:
+        path = urllib.parse.unquote(urllib.parse.urlparse(v).path) if v.startswith("file:") \
+            else v
+        if os.path.isdir(path) and path not in links:
+            links.append(path)
+    urls = [v for v in dict.fromkeys(values["index-url"] + values["extra-index-url"])
+            if v.startswith("file:")]
+    return links, urls
+
+
 def torch_hint(find_links: tuple[str, ...] | list[str], index_urls: tuple[str, ...] | list[str],
-               wanted: str) -> str:
-    """One sentence for a failed resolution: the torch versions reachable offline."""
+               wanted: str, configured: tuple[list[str], list[str]] = ([], [])) -> str:
+    """One sentence for a failed resolution: the torch versions reachable offline.
+    `configured`: what pip's configuration names (pip_configured), said as the exact flags."""
+    for d in configured[0] if not find_links else []:
+        here = offered("torch", [d])
+        if here:
+            v = next(iter(here))
+            minor = ".".join(v.split("+")[0].split(".")[:2])
+            return (f"pip's configuration names the wheelhouse {d}, which offers torch "
+                    f"{', '.join(here)}; neuron-env installs only from the sources it is "
+                    f"given: rerun with --torch {minor} --find-links {d}")
     found = offered("torch", find_links, index_urls)
     if not find_links and not found:
         return (f"nothing offers torch offline here (no --find-links given): pass --find-links "

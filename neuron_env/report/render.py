@@ -12,6 +12,7 @@ from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
 from neuron_env.util.text import clean
+from neuron_env.util.wrap import fit
 
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
@@ -20,17 +21,23 @@ FORMATS = ("text", "json", *RENDERERS)
 
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
-           colour: bool = False) -> str:
+           colour: bool = False, width: int | None = None) -> str:
     """The one renderer entry point; every output is masked for credentials, then sanitised
     (util.text.clean: no control character, lone surrogate or XML-forbidden character leaves
-    the process raw; JSON escapes them itself) on the way out."""
+    the process raw; JSON escapes them itself) on the way out. `width` (a terminal's): a
+    report's text view is fitted to it (util.wrap); None keeps one line per item."""
     raw_ok = out.raw_ok if isinstance(out, Document) and fmt == "text" else ""
-    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok)
+    # only a report is fitted: a Document's text is an artifact (a script, YAML, a diff, a
+    # table) that must reach a terminal, a file or a paste unchanged
+    fitted = width if fmt == "text" and isinstance(out, Report) else None
+    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok, fitted)
 
 
-def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "") -> str:
-    return text if fmt == "json" else clean(text, keep_sgr=colour and fmt == "text",
-                                            raw_ok=raw_ok)
+def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",
+         width: int | None = None) -> str:
+    if fmt == "json":
+        return text
+    return fit(clean(text, keep_sgr=colour and fmt == "text", raw_ok=raw_ok), width)
 
 
 def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
 from neuron_env.util.text import escape_controls
+from neuron_env.util.wrap import CMD
+
+if TYPE_CHECKING:
+    from neuron_env.report.steps import Step
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
@@ -51,11 +55,18 @@ def _fmt(v: object) -> str:
 
 
 def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
-    lines = []
+    """Checks grouped by category; a fix's words under its check, its command once, in the
+    numbered "Next steps" at the end (report/steps.py groups them). Commands are marked
+    (util.wrap.CMD) so fitting the text to a terminal never breaks one."""
+    from neuron_env.report import steps as st
+
+    lines = rehearsal_lead(report)
     m = report.matrix or {}
+    plan = st.plan(report.results, smoke=report.schema == "neuron-env.doctor/1")
     groups: dict[str, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.category, []).append(r)
+    first_of: dict[str, str] = {}  # a fix's words -> the first check printed with them
     for cat, results in groups.items():
         worst = max(results, key=lambda r: RANK[r.status]).status
         lines.append(f"[{_mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
@@ -67,7 +78,7 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
                 if verbose and r.expected is not None:
                     lines.append(f"        expected: {_fmt(r.expected)}")
                 if r.fix and r.status != "pass":
-                    lines.append(f"        fix: {r.fix}")
+                    lines += _fix_lines(r, st.step_of(plan, r.id), first_of)
                 if r.docs and r.status != "pass":
                     lines.append(f"        docs: {r.docs}")
                 if verbose and r.details:
@@ -81,13 +92,78 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
         report.exit_code, "ERROR")
     against = f"against Neuron {m.get('release')}; " if m else ""
-    emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") else ""
+    emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") or any(
+        (r.details or {}).get("emulated") and r.status != "fail" for r in report.results) else ""
+    lines += fixes_run(report.extra.get("fixes") or [], colour)
+    if plan:
+        lines += ["", "Next steps:", *next_steps(plan)]
     lines.append("")
     if m.get("origin"):  # doctor: which matrix, from where (bundled, user, file)
         lines.append(matrix_line(m))
     lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
                  f"{report.exit_code}){emulated}")
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
+
+
+def rehearsal_lead(report: Report) -> list[str]:
+    """doctor on a host with no Neuron device and no Trainium instance type (a laptop, a CI
+    runner): first, how to rehearse here, with the emulated backend."""
+    if report.schema != "neuron-env.doctor/1":
+        return []
+    by_id = {r.id: r for r in report.results}
+    devices = (report.target.get("driver") or {}).get("device_nodes")
+    inst, emu = by_id.get("instance.type"), by_id.get("backend.emulator")
+    if report.target.get("root") not in ("/", None):
+        return []  # an image under --root: not this host to rehearse on
+    if devices or devices is None or inst is None or inst.status == "pass" or (
+            emu is not None and emu.status != "pass"):
+        return []
+    from neuron_env.checks.fixes import REHEARSAL_VENV, REHEARSE
+
+    return ["No Neuron device here. To rehearse on this host (the emulated backend, on the CPU):",
+            f"     {CMD}{REHEARSE}",
+            f"     {CMD}neuron-env doctor --python {REHEARSAL_VENV}/bin/python", ""]
+
+
+def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[str]:
+    """`fix:` under a check: the step that runs its command (the step says what it does), or
+    its words; words already said under another check point there instead."""
+    from neuron_env.report import steps as st
+
+    if step is None:  # prose only, or a command no step runs: said here, once
+        words = r.fix or ""
+        if words in first_of:
+            return [f"        fix: as for {first_of[words]}"]
+        first_of[words] = r.id
+        if r.fix_command and r.fix_command in words:
+            return [f"        fix: {st.prose(r) or 'run'}:", f"          {CMD}{r.fix_command}"]
+        return [f"        fix: {words}"]
+    return [f"        fix: next step {step} below"]
+
+
+def fixes_run(done: list[dict[str, Any]], colour: bool) -> list[str]:
+    """doctor --fix: each fix that ran, and whether it worked (the checks above are the run
+    after the fixes); a failed one is said here, not only in its output on stderr."""
+    ran = [d for d in done if d.get("ran")]
+    if not ran:
+        return []
+    out = ["", "Fixes run (doctor --fix):"]
+    for d in ran:
+        ok = d.get("exit_code") == 0
+        out.append(f"  {_mark('pass' if ok else 'fail', colour)} {d['id']}: "
+                   + ("done" if ok else f"FAILED (exit {d.get('exit_code')}; its output is "
+                      "above, on stderr)"))
+        out.append(f"     {CMD}{d['command']}")
+    return out
+
+
+def next_steps(plan: list[Step]) -> list[str]:
+    """The numbered steps, each with the checks it fixes and its command on its own line."""
+    out = []
+    for i, s in enumerate(plan, 1):
+        fixes = f" (fixes {', '.join(s.ids)})" if s.ids else ""
+        out += [f"  {i}. {s.title}{fixes}:", f"     {CMD}{s.command}"]
+    return out
 
 
 def matrix_line(m: dict[str, Any]) -> str:

@@ -89,12 +89,31 @@ def quote_for(lines: Lines, a: int, b: int) -> str | None:
     return next((q for q in ('"', "'") if q not in used), None)
 
 
+def _device_index(node: ast.Call) -> int | bool | None:
+    """xla_device() -> None; xla_device(1) / xla_device(n=1) -> 1; anything else -> False
+    (not rewritten: an index the code computes is the reader's to carry over)."""
+    args = [*node.args, *(k.value for k in node.keywords if k.arg in ("n", "index"))]
+    if len(args) != len(node.args) + len(node.keywords) or len(args) > 1:
+        return False
+    if not args:
+        return None
+    v = args[0]
+    if isinstance(v, ast.Constant) and isinstance(v.value, int) and \
+            not isinstance(v.value, bool) and v.value >= 0:
+        return v.value
+    return False
+
+
 def _device_call(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
-    if not isinstance(node, ast.Call) or node.args or node.keywords:
+    if not isinstance(node, ast.Call):
+        return None
+    index = _device_index(node)
+    if index is False:
         return None
     a, b = lines.span(node)
     q = quote_for(lines, a, b)
-    return None if q is None else (a, b, f"torch.device({q}neuron{q})", True)
+    name = "neuron" if index is None else f"neuron:{index}"
+    return None if q is None else (a, b, f"torch.device({q}{name}{q})", True)
 
 
 def _optimizer_step(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:

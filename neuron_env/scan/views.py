@@ -8,6 +8,8 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import quote
 
+from neuron_env.util.wrap import wrap_line
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -51,13 +53,18 @@ def diff(doc: dict[str, Any]) -> str:
 
 
 def rules_text(doc: dict[str, Any]) -> str:
-    lines = [f"scan rules of Neuron {doc['matrix']['release']} ({doc['matrix']['source']})", ""]
+    lines = [*wrap_line(f"scan rules of Neuron {doc['matrix']['release']} "
+                        f"({doc['matrix']['source']})", RULES_WIDTH), ""]
     for r in doc["rules"]:
-        lines.append(f"{r['id']:<22} {r['severity']:<7} {r['summary']}"
-                     + ("  [fixable]" if r["fixable"] else ""))
-        lines.append(f"{'':<22} -> {r['replacement']}")
-        lines.append(f"{'':<22}    {r['docs']}")
+        head = (f"{r['id']:<22} {r['severity']:<7} {r['summary']}"
+                + ("  [fixable]" if r["fixable"] else ""))
+        lines += wrap_line(head, RULES_WIDTH) if len(head) > RULES_WIDTH else [head]
+        lines += wrap_line(f"  -> {r['replacement']}", RULES_WIDTH)
+        lines.append(f"     {r['docs']}")  # a URL is never cut
     return "\n".join(lines) + "\n"
+
+
+RULES_WIDTH = 80  # --list-rules fits a standard terminal, piped or not
 
 
 def sarif(doc: dict[str, Any]) -> str:

@@ -148,3 +148,12 @@ def test_json_keeps_stderr_quiet_unless_a_terminal_watches(torch_python):
     assert json.loads(t.stdout)["exit_code"] == 0, t.terminal
     said = _said(t.terminal.replace("\r\n", "\n"))
     assert said[:2] == ["smoke: import", "smoke: device"] and "smoke: matmul" in said
+
+
+def test_smoke_compile_on_the_emulator_takes_the_neuron_compile_path(torch_python):
+    """The emulated neuron device compiles with backend="neuron" (the emulator registers it as
+    AWS's torch-neuronx does), so the neuron compile path is the one smoke-tested."""
+    doc, r = smoke_json(torch_python, "--size", "64", "--compile")
+    assert doc["emulated"] is True
+    assert r["smoke.compile"]["details"]["backend"] == "neuron", r["smoke.compile"]
+    assert r["smoke.compile"]["status"] == "pass", r["smoke.compile"]["summary"]

@@ -34,3 +34,38 @@ def test_nothing_offline_says_what_to_pass(tmp_path):
     empty.mkdir()
     assert "offer no torch wheel: add torch 2.14.0 wheels" in torch_hint([str(empty)], [],
                                                                            "2.14.0")
+
+
+def test_a_wheelhouse_pip_is_configured_with_is_said_as_the_exact_flags(tmp_path):
+    house = tmp_path / "wheels"
+    wheel(house, "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+    hint = torch_hint([], [], "2.14.0", ([str(house)], []))
+    assert hint.endswith(f"rerun with --torch 2.13 --find-links {house}")
+    # given --find-links, pip's configuration is not what is said
+    assert "pip's configuration" not in torch_hint([str(house)], [], "2.14.0",
+                                                   ([str(house)], []))
+
+
+def test_pip_s_configuration_is_read_as_pip_orders_it(tmp_path):
+    import os
+
+    from neuron_env.install.reachable import pip_configured
+
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    home = tmp_path / "home"
+    (home / ".config/pip").mkdir(parents=True)
+    (home / ".config/pip/pip.conf").write_text(f"[global]\nfind-links = {a}\n")
+    named = tmp_path / "named.conf"
+    named.write_text(f"[global]\nfind-links = {b}\nextra-index-url = file:///srv/simple "
+                     "https://example.invalid/simple\n")
+    base = {"HOME": str(home), "XDG_CONFIG_DIRS": str(tmp_path / "none")}
+    assert pip_configured(base)[0] == [str(a)]
+    # a PIP_CONFIG_FILE that exists replaces the user's file and wins over it
+    assert pip_configured({**base, "PIP_CONFIG_FILE": str(named)}) == (
+        [str(b)], ["file:///srv/simple"])
+    # the variable wins over every file; os.devnull reads no file at all
+    assert pip_configured({**base, "PIP_CONFIG_FILE": str(named),
+                           "PIP_FIND_LINKS": str(c)})[0] == [str(c)]
+    assert pip_configured({**base, "PIP_CONFIG_FILE": os.devnull}) == ([], [])

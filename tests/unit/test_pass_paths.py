@@ -1,0 +1,98 @@
+"""No pass without a fact: EVERY registered check is walked down its pass path (facts built for
+it) and its pass must rest on what it observed: `observed` set, no "unknown" in the message.
+A new check without a pass case here fails the walk."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from neuron_env import checks
+from neuron_env.aws.client import NeuronInfo
+from neuron_env.aws.facts import AwsFacts
+from neuron_env.matrix import catalog
+from neuron_env.probes.companions import CompanionImports
+from neuron_env.probes.container import ContainerFacts
+from neuron_env.probes.neuron_ls import NeuronLsFacts
+from neuron_env.util.record import replace
+from tests.helpers.facts import GOOD, host, target
+
+M = catalog.select(None)
+CTX = checks.Context(python_flag="/venv/bin/python")
+
+
+def neuron_ls(devices: int = 16, nc: int = 4, lnc: int = 2) -> NeuronLsFacts:
+    return NeuronLsFacts("/opt/aws/neuron/bin/neuron-ls", tuple(
+        {"neuron_device": i, "nc_count": nc, "logical_neuroncore_config": lnc,
+         "neuron_processes": []} for i in range(devices)))
+
+
+def healthy(**kw):
+    apt = {a.name: a.version for a in M.driver.apt if a.version}
+    return host(apt=apt, neuron_ls=neuron_ls(), **kw)
+
+
+def with_companions():
+    minor = ".".join(GOOD["torch"].split(".")[:2])
+    rows = [c for c in M.torch_companions if c.torch == minor]
+    if not rows:
+        pytest.skip(f"the matrix pairs no companion with torch {minor}")
+    pk = dict(GOOD)
+    for c in rows:
+        v = re.search(r"[\d.]+", str(c.requirement).split(c.name, 1)[1])
+        assert v, c.requirement
+        base = v.group(0).rstrip(".")
+        pk[c.name] = base + ("" if base.count(".") >= 2 else ".0") + "+cpu"
+    mods = dict.fromkeys(c.name for c in rows)
+    return replace(host(tgt=target(pk)), companions=CompanionImports(
+        torch_version=GOOD["torch"], modules=mods, seconds=0.5))
+
+
+def in_container():
+    return host(container=ContainerFacts(True, "docker", ("/.dockerenv",)))
+
+
+def with_aws():
+    typ = M.instance_type("trn2.48xlarge")[1]
+    info = NeuronInfo("trn2.48xlarge", typ.devices, typ.cores_per_device, 3,
+                      (typ.memory_per_device_gib or 96) * 1024, "Trainium2", None)
+    return replace(host(), aws=AwsFacts(info, None, True))
+
+
+PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
+              "instance.aws": with_aws}
+
+
+checks.all_ids()  # loads the registry
+IDS = [i for i, _, _ in checks.REGISTRY]
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_every_check_passes_only_on_what_it_observed(cid):
+    facts = PASS_FACTS.get(cid, healthy)()
+    r = checks.run_checks(facts, M, CTX, [cid])[0]
+    assert r.status == "pass", f"{cid}: no pass path from these facts: {r.summary}"
+    assert r.observed is not None, f"{cid} passed without recording what it observed"
+    assert "unknown" not in r.summary.lower(), r.summary
+
+
+def test_the_walk_covers_every_registered_check():
+    assert {i for i, _, _ in checks.REGISTRY} >= set(checks.all_ids()) | {"instance.aws"}
+
+
+def test_cores_counted_from_the_instance_type_alone_do_not_pass():
+    """A Trn2 host with no driver and no device: 64 cores are expected, none seen."""
+    r = checks.run_checks(host(devices=0, module=None), M, CTX, ["driver.cores"])[0]
+    assert r.status == "skip" and "none seen" in r.summary and "no Neuron device" in r.summary
+
+
+@pytest.mark.parametrize("facts", [
+    lambda: host(instance="trn2.3xlarge"), lambda: host(instance="trn9.48xlarge"),
+    lambda: host(devices=0, module=None, apt={}), lambda: host(neuron_ls=None),
+    lambda: host(instance=None, source=None)])
+def test_no_pass_says_unknown_on_other_hosts(facts):
+    for r in checks.run_checks(facts(), M, CTX, IDS):
+        if r.status == "pass":
+            assert "unknown" not in r.summary.lower(), (r.id, r.summary)
+            assert r.observed is not None, r.id
