@@ -163,3 +163,23 @@ def test_install_with_torchao_neuron_needs_a_234_matrix():
         make_plan(M233, Inputs(python="/venv/bin/python", python_version="3.12.4",
                                prefix="/venv", os_id="ubuntu", os_version="26.04",
                                arch="x86_64", companions=("torchao-neuron",)))
+
+
+# -- neuron-ls: 2.34's --output-format json wraps the devices in an object ------------------
+def test_neuron_ls_234_layout_with_top_level_fields_is_read():
+    import json
+
+    from neuron_env.probes.neuron_ls import _judge
+    from neuron_env.util.proc import Completed
+
+    devices = [{"neuron_device": i, "nc_count": 8, "logical_neuroncore_config": 2}
+               for i in range(2)]
+    new = {"instance_type": "trn3.48xlarge", "ultraserver": {"id": "u-1", "nodes": 4},
+           "neuron_devices": devices}
+    out = Completed(("neuron-ls", "--output-format", "json"), 0, json.dumps(new), "", 0.1)
+    f = _judge("/opt/aws/neuron/bin/neuron-ls", "--output-format json", out)
+    assert f.error is None and f.devices == tuple(devices)
+    old = Completed(("neuron-ls", "-j"), 0, json.dumps(devices), "", 0.1)
+    assert _judge("neuron-ls", "-j", old).devices == tuple(devices)
+    odd = Completed(("neuron-ls", "-j"), 0, json.dumps({"a": devices, "b": devices}), "", 0.1)
+    assert "holds no list of devices" in _judge("neuron-ls", "-j", odd).error
