@@ -64,8 +64,9 @@ def _judge(path: str, args: str, res: proc.Completed) -> NeuronLsFacts:
                                          f"{res.stdout[:120]!r}", args=args)
     devices = _devices(data)
     if devices is None:
-        return NeuronLsFacts(path, error=f"{cmd} printed JSON that holds no list of "
-                                         f"devices: {res.stdout[:120]!r}", args=args)
+        return NeuronLsFacts(path, error=f"{cmd} printed JSON that is not a list of devices "
+                                         f"(nor an object holding one): {res.stdout[:120]!r}",
+                             args=args)
     return NeuronLsFacts(path, devices=tuple(devices), args=args)
 
 

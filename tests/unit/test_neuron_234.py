@@ -182,4 +182,4 @@ def test_neuron_ls_234_layout_with_top_level_fields_is_read():
     old = Completed(("neuron-ls", "-j"), 0, json.dumps(devices), "", 0.1)
     assert _judge("neuron-ls", "-j", old).devices == tuple(devices)
     odd = Completed(("neuron-ls", "-j"), 0, json.dumps({"a": devices, "b": devices}), "", 0.1)
-    assert "holds no list of devices" in _judge("neuron-ls", "-j", odd).error
+    assert "nor an object holding one" in _judge("neuron-ls", "-j", odd).error
