@@ -183,3 +183,19 @@ def test_neuron_ls_234_layout_with_top_level_fields_is_read():
     assert _judge("neuron-ls", "-j", old).devices == tuple(devices)
     odd = Completed(("neuron-ls", "-j"), 0, json.dumps({"a": devices, "b": devices}), "", 0.1)
     assert "nor an object holding one" in _judge("neuron-ls", "-j", odd).error
+
+
+# -- scan: the 2.34 rule set (TorchAO Neuron is no longer "unsupported") --------------------
+def test_scan_rules_for_234_point_torchao_at_torchao_neuron(tmp_path):
+    from neuron_env.commands import scan as cmd
+    from neuron_env.scan import ruleset
+
+    assert ruleset.locate(None).name == "neuron-2.34.toml"  # the newest, as the matrix
+    assert ruleset.locate("2.34").name == "neuron-2.34.toml"
+    (tmp_path / "a.py").write_text("import torchao\n")
+    new = cmd.run([str(tmp_path / "a.py")], matrix="2.34", exit_zero=True).body
+    old = cmd.run([str(tmp_path / "a.py")], matrix="2.33", exit_zero=True).body
+    (f_new,), (f_old,) = new["findings"], old["findings"]
+    assert f_new["rule"] == f_old["rule"] == "beta.torchao"
+    assert f_new["severity"] == "warning" and "torchao-neuron" in f_new["message"]
+    assert f_old["severity"] == "error"
