@@ -118,10 +118,14 @@ def _by_release(name: str, entries: list[Entry]) -> Entry | None:
         want = Ver(name)
     except ValueError:
         return None
-    # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0
+    # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0. A patch release
+    # with no file of its own ("2.33.1") is its minor's file when that is named X.Y ("2.33": the
+    # native matrices, whose families admit every patch build of them)
+    short = ".".join(name.split(".")[:2])
     for hit in ([e for e in entries if e.release == name],
                 [e for e in entries if e.release.startswith(name + ".")],
-                [e for e in entries if e.version == want]):
+                [e for e in entries if e.version == want],
+                [e for e in entries if e.release == short and short != name]):
         if hit:
             return hit[0]
     return None

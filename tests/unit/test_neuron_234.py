@@ -199,3 +199,16 @@ def test_scan_rules_for_234_point_torchao_at_torchao_neuron(tmp_path):
     assert f_new["rule"] == f_old["rule"] == "beta.torchao"
     assert f_new["severity"] == "warning" and "torchao-neuron" in f_new["message"]
     assert f_old["severity"] == "error"
+
+
+def test_a_patch_release_without_a_file_is_its_minors_native_matrix():
+    """2.33.1 has no matrix of its own (no page read states a change of families): it is
+    2.33's; an XLA-era patch that does not exist stays an error."""
+    from neuron_env.errors import ConfigurationError
+
+    assert catalog.select("2.33.1").release == "2.33"
+    assert catalog.select("2.34.1").release == "2.34"
+    assert catalog.select("2.31.1").release == "2.31.1" and catalog.select("2.31").release \
+        == "2.31.1"
+    with pytest.raises(ConfigurationError, match="no such release"):
+        catalog.select("2.31.7")
