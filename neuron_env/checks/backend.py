@@ -68,12 +68,6 @@ def _unusable(id_: str, facts: HostFacts) -> Result | None:
     return None
 
 
-def built_by(version: str, m: Matrix, ctx: Context) -> Any | None:
-    """The newest known release whose matrix rows pair torch-neuronx `version` (doctor looks
-    them up in every known matrix when `m` does not pair it: ctx.neuronx_releases)."""
-    return next(iter(ctx.neuronx_releases or ()), None)
-
-
 @check("backend.torch", "backend")
 def backend_torch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.torch", facts)) is not None:
@@ -171,16 +165,20 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
     older or newer build of the same backend is a warning with the upgrade (or --matrix) line;
     the other backend, or a version no known matrix pairs, fails."""
     torch = facts.target.dist("torch")
-    k = built_by(version, m, ctx)
+    # the newest known release whose rows pair it (doctor looks them up in every known matrix)
+    k = next(iter(ctx.neuronx_releases or ()), None)
     minor = k.torch_minor if k else _torch_minor(torch.version if torch else None)
     fit = next((p for p in m.pairs if p.torch_minor == minor), None)
-    fix = install_fix(ctx, facts, m, fit.torch_minor if fit else None)
+
+    def fix() -> dict[str, Any]:
+        return install_fix(ctx, facts, m, fit.torch_minor if fit else None)
+
     if k is None:
         unknown = ("" if ctx.neuronx_releases is None else ", and no known matrix pairs it "
                    "(neuron-env matrix update may know a newer release)")
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {version} is not a Neuron {m.release} family{unknown}",
-                      observed=observed, expected=families, **fix)
+                      observed=observed, expected=families, **fix())
     if k.backend != m.backend:
         kind = "XLA-based" if k.backend == "xla" else "native"
         return Result("backend.pairing", "backend", "fail",
@@ -188,7 +186,7 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
                       f"{k.release} ({k.requirement}), not a Neuron {m.release} family: "
                       f"upgrade, or check against that release (--matrix {k.release})",
                       observed=observed, expected=families,
-                      details={"built_by": k.release, "backend": k.backend}, **fix)
+                      details={"built_by": k.release, "backend": k.backend}, **fix())
     tv = _torch_minor(torch.version if torch else None)
     try:
         same_torch = torch is not None and Ver(Ver(torch.version).public) == Ver(k.torch)
@@ -200,7 +198,7 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
                       f"{k.torch}, found " + (f"torch {torch.version}" if torch else
                                               "no torch") + f" (Neuron {m.release} pairs "
                       f"{families})", observed=observed, expected=families,
-                      details={"built_by": k.release, "torch_minor": tv}, **fix)
+                      details={"built_by": k.release, "torch_minor": tv}, **fix())
     newer = Ver(k.release) > m.version
     if newer:
         line = (f"torch-neuronx {version} is Neuron {k.release}'s build, newer than the matrix "
