@@ -28,6 +28,9 @@ class Context:
     index_overrides: dict[str, str] | None = None  # index name -> mirror URL (flags, env)
     own_prefix: str | None = None  # neuron-env's own environment (sys.prefix), for fix lines
     expect_efa: bool = False  # doctor --expect-efa: multi-node use intended (net.efa fails)
+    # the known releases whose pairs admit the installed torch-neuronx, newest first
+    # (matrix.catalog.releases_pairing); None: not looked up (the selected matrix pairs it)
+    neuronx_releases: tuple[Any, ...] | None = None
 
 
 class Check(Protocol):

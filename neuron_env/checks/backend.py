@@ -68,23 +68,6 @@ def _unusable(id_: str, facts: HostFacts) -> Result | None:
     return None
 
 
-def _torch_needed_by(neuronx: str, m: Matrix) -> str | None:
-    """Which torch an installed torch-neuronx needs, from the matrix or its version scheme."""
-    pair = m.pair_for_neuronx(neuronx)
-    if pair:
-        return str(pair.torch)
-    try:
-        v = Ver(neuronx)
-    except ValueError:
-        return None
-    rel = v.release
-    if len(rel) >= 4 and rel[2] == 3 and rel[3] == 0:  # native families: 2.14.3.0.* -> 2.14.0
-        return f"{rel[0]}.{rel[1]}.0"
-    if len(rel) >= 4:  # XLA-based: <torch version>.<neuron version>
-        return ".".join(str(x) for x in rel[:3])
-    return None
-
-
 @check("backend.torch", "backend")
 def backend_torch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if (r := _unusable("backend.torch", facts)) is not None:
@@ -146,18 +129,8 @@ def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       "backend (see backend.origin)", observed=observed, expected=families,
                       **install_fix(ctx, facts, m))
     pair = m.pair_for_neuronx(nx.version)
-    needed = _torch_needed_by(nx.version, m)
     if pair is None:
-        hint = ""
-        if m.backend == "native" and needed and not nx.version.startswith(needed[:-1] + "3.0"):
-            hint = (" — it looks like the XLA-based torch-neuronx of an older release: upgrade, "
-                    "or check against that release (--matrix 2.31)")
-        minor = ".".join(needed.split(".")[:2]) if needed else None
-        fit = next((p for p in m.pairs if p.torch_minor == minor), None)
-        return Result("backend.pairing", "backend", "fail",
-                      f"torch-neuronx {nx.version} is not a Neuron {m.release} family{hint}",
-                      observed=observed, expected=families,
-                      **install_fix(ctx, facts, m, fit.torch_minor if fit else None))
+        return _unpaired(facts, m, ctx, nx.version, observed, families)
     if torch is None:
         return Result("backend.pairing", "backend", "fail",
                       f"torch-neuronx {nx.version} needs torch {pair.torch}, and torch is not "
@@ -175,6 +148,73 @@ def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     return Result("backend.pairing", "backend", "pass",
                   f"torch-neuronx {nx.version} with torch {torch.version}",
                   observed=observed, expected=families)
+
+
+def _torch_minor(text: str | None) -> str | None:
+    try:
+        v = Ver(text or "")
+    except ValueError:
+        return None
+    return f"{v.major}.{v.minor}"
+
+
+def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
+              observed: dict[str, Any], families: str) -> Result:
+    """torch-neuronx `version` is not one of `m`'s families: name the release that built it,
+    from the known matrices' rows (ctx.neuronx_releases), never from the version's shape. An
+    older or newer build of the same backend is a warning with the upgrade (or --matrix) line;
+    the other backend, or a version no known matrix pairs, fails."""
+    torch = facts.target.dist("torch")
+    # the newest known release whose rows pair it (doctor looks them up in every known matrix)
+    k = next(iter(ctx.neuronx_releases or ()), None)
+    minor = k.torch_minor if k else _torch_minor(torch.version if torch else None)
+    fit = next((p for p in m.pairs if p.torch_minor == minor), None)
+
+    def fix() -> dict[str, Any]:
+        return install_fix(ctx, facts, m, fit.torch_minor if fit else None)
+
+    if k is None:
+        unknown = ("" if ctx.neuronx_releases is None else ", and no known matrix pairs it "
+                   "(neuron-env matrix update may know a newer release)")
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {version} is not a Neuron {m.release} family{unknown}",
+                      observed=observed, expected=families, **fix())
+    if k.backend != m.backend:
+        kind = "XLA-based" if k.backend == "xla" else "native"
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {version} is the {kind} torch-neuronx of Neuron "
+                      f"{k.release} ({k.requirement}), not a Neuron {m.release} family: "
+                      f"upgrade, or check against that release (--matrix {k.release})",
+                      observed=observed, expected=families,
+                      details={"built_by": k.release, "backend": k.backend}, **fix())
+    tv = _torch_minor(torch.version if torch else None)
+    try:
+        same_torch = torch is not None and Ver(Ver(torch.version).public) == Ver(k.torch)
+    except ValueError:
+        same_torch = False
+    if not same_torch or fit is None:
+        return Result("backend.pairing", "backend", "fail",
+                      f"torch-neuronx {version} is Neuron {k.release}'s build and needs torch "
+                      f"{k.torch}, found " + (f"torch {torch.version}" if torch else
+                                              "no torch") + f" (Neuron {m.release} pairs "
+                      f"{families})", observed=observed, expected=families,
+                      details={"built_by": k.release, "torch_minor": tv}, **fix())
+    newer = Ver(k.release) > m.version
+    if newer:
+        line = (f"torch-neuronx {version} is Neuron {k.release}'s build, newer than the matrix "
+                f"checked (Neuron {m.release}): check against its release (--matrix "
+                f"{k.release})")
+        return Result("backend.pairing", "backend", "warn", line, observed=observed,
+                      expected=families, details={"built_by": k.release},
+                      fix=f"neuron-env doctor --matrix {k.release}")
+    lead = (f"upgrade to Neuron {m.release}'s torch-neuronx{fmt_spec(fit.torch_neuronx)} (or "
+            f"keep {k.release}'s build and check with --matrix {k.release}): ")
+    return Result("backend.pairing", "backend", "warn",
+                  f"torch-neuronx {version} is Neuron {k.release}'s build (torch {k.torch}); "
+                  f"Neuron {m.release} ships torch-neuronx{fmt_spec(fit.torch_neuronx)}",
+                  observed=observed, expected=families, docs=m.doc("setup"),
+                  details={"built_by": k.release},
+                  **install_fix(ctx, facts, m, fit.torch_minor, lead=lead))
 
 
 def _manifest_entries(t: TargetFacts) -> dict[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from neuron_env.checks import check
 from neuron_env.checks.backend import install_cmd
 from neuron_env.checks.driver import _not_neuron_host, base_version, minor
+from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 from neuron_env.util.versions import Ver
 
@@ -30,13 +31,26 @@ def xla_era(version: str) -> bool | None:
     return len(rel) >= 5 or (len(rel) == 4 and rel[2] != 3)
 
 
+def backend_of(version: str, m: Matrix, ctx: Context) -> str | None:
+    """'native' or 'xla' for an installed torch-neuronx, from matrix rows: the selected
+    matrix's when it pairs the version, else the newest known release that does
+    (ctx.neuronx_releases). Only where doctor did not look them up (a direct call) does the
+    version's shape decide (xla_era); a version no known matrix pairs is None (unknown)."""
+    if m.pair_for_neuronx(version) is not None:
+        return m.backend
+    if ctx.neuronx_releases is not None:
+        return ctx.neuronx_releases[0].backend if ctx.neuronx_releases else None
+    era = xla_era(version)
+    return None if era is None else ("xla" if era else "native")
+
+
 def _python(ctx: Context, facts: HostFacts) -> str:
     return shlex.quote(ctx.python_flag or facts.target.path)
 
 
-def _native_problems(t: Any, nx: Any) -> list[str]:
+def _native_problems(t: Any, nx: Any, m: Matrix, ctx: Context) -> list[str]:
     out = []
-    if nx and xla_era(nx.version):
+    if nx and backend_of(nx.version, m, ctx) == "xla":
         torch = ".".join(nx.version.split(".")[:3])
         out.append(f"torch-neuronx {nx.version} is the XLA-based library (torch {torch}, "
                    "xm.xla_device()), not the native 'neuron' device: 'cannot import name "
@@ -51,6 +65,12 @@ def _native_problems(t: Any, nx: Any) -> list[str]:
                        "package: it can register a second PrivateUse1 backend or shadow "
                        "torch.neuron)")
     return out
+
+
+def _native_release(ctx: Context) -> str:
+    """The release to check a native build against: the one whose rows pair it."""
+    known = [k for k in ctx.neuronx_releases or () if k.backend == "native"]
+    return known[0].release if known else "<a native release: see neuron-env matrix list>"
 
 
 @check("backend.lineage", "backend")
@@ -68,26 +88,29 @@ def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                 **{d.name: d.version for d in xla}}
     docs = m.doc("troubleshooting") or m.doc("setup")
     if m.backend == "xla":
-        if nx and xla_era(nx.version) is False:
+        if nx and backend_of(nx.version, m, ctx) == "native":
             return Result("backend.lineage", "backend", "fail",
                           f"torch-neuronx {nx.version} is the native backend, but Neuron "
                           f"{m.release} is an XLA-based release", observed=observed,
                           fix="check against the native release: neuron-env doctor --matrix "
-                              "2.33", docs=docs)
+                              + _native_release(ctx), docs=docs)
         return Result("backend.lineage", "backend", "pass" if nx else "skip",
                       f"XLA-based torch-neuronx {nx.version}" if nx else
                       "torch-neuronx not installed (see backend.pairing)", observed=observed)
-    problems = _native_problems(t, nx)
+    problems = _native_problems(t, nx, m, ctx)
     if problems:
         named = " ".join(problems)
         remove = sorted({d.name for d in xla if f"{d.name} {d.version}" in named}
-                        | ({nx.name} if nx and xla_era(nx.version) else set()))
+                        | ({nx.name} if nx and backend_of(nx.version, m, ctx) == "xla"
+                           else set()))
         fix = (f"{_python(ctx, facts)} -m pip uninstall -y {' '.join(remove)} && "
                + install_cmd(ctx, facts))
         return Result("backend.lineage", "backend", "fail", problems[0] + (
             f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""), observed=observed,
-            expected="the native torch-neuronx (2.14.3.0.* / 2.13.3.0.*) and no torch-xla or "
-                     "libneuronxla", fix=fix, docs=docs, details={"problems": problems})
+            expected="the native torch-neuronx ("
+                     + " / ".join(fmt_spec(p.torch_neuronx) for p in m.pairs_newest_first())
+                     + ") and no torch-xla or libneuronxla", fix=fix, docs=docs,
+            details={"problems": problems})
     if nx is None:
         return Result("backend.lineage", "backend", "skip",
                       "torch-neuronx not installed (see backend.pairing)")

@@ -92,10 +92,22 @@ def probe(opts: DoctorOptions, ids: list[str], started=None):
     return facts
 
 
+def neuronx_releases(facts, matrix) -> tuple | None:
+    """The known releases whose rows pair the installed torch-neuronx, when the selected matrix
+    does not (backend.pairing / backend.lineage name the release that built it); None when
+    there is nothing to look up (the common case costs no extra matrix parse)."""
+    t = facts.target
+    nx = t.dist("torch-neuronx") if t.usable else None
+    if nx is None or matrix.placeholder(nx.name, nx.version) or \
+            matrix.pair_for_neuronx(nx.version) is not None:
+        return None
+    return catalog.releases_pairing(nx.version)
+
+
 def check(facts, matrix, opts: DoctorOptions, ids: list[str]) -> list[Result]:
     ctx = checks.Context(
         python_flag=opts.python, matrix_flag=opts.matrix, own_prefix=sys.prefix,
-        expect_efa=opts.expect_efa,
+        expect_efa=opts.expect_efa, neuronx_releases=neuronx_releases(facts, matrix),
         index_overrides={k: url for k, (url, _) in index_overrides(matrix, {
             "neuron": opts.neuron_index_url, "pytorch-cpu": opts.pytorch_index_url}).items()})
     return checks.run_checks(facts, matrix, ctx, ids)

@@ -1,7 +1,7 @@
 # Runs inside the TARGET interpreter (plain Python 3.6+ syntax, stdlib + torch): doctor's
 # backend.companions import probe. Started only when a torch companion (torchvision,
-# torchaudio, torchao) is installed, because importing torch costs seconds: argv[1:] are the
-# modules to import after torch. Prints one JSON document between markers:
+# torchaudio, torchao or torchao-neuron) is installed, because importing torch costs seconds:
+# argv[1:] are the modules to import after torch. Prints one JSON document between markers:
 # {"torch": {"version", "error"}, "modules": {name: null | {"error", "cause"}}, "seconds"}.
 # A failure keeps the outermost message and the innermost cause of its chain (a companion
 # whose C++ ops do not load often raises "operator torchvision::nms does not exist").

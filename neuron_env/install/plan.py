@@ -194,9 +194,7 @@ def make_plan(m: Matrix, i: Inputs) -> Plan:
     else:
         reqs.append(Requirement(EMULATOR, EMULATOR, None, source="bundled"))
     reqs += companion_requirements(m, pair, i.companions, torch_idx.name if torch_idx else None)
-    warnings += [f"{tc.name}: assumed pairing for torch {pair.torch_minor} ({tc.assumed})"
-                 for n in i.companions if (tc := m.torch_companion(n, pair.torch_minor))
-                 and tc.assumed]
+    warnings += companion_warnings(m, pair, i.companions)
     keep = [f"{n} {i.installed[n]}" for n in ("torch",) if n in i.installed and present]
     return Plan(backend=i.backend, release=m.release, python=i.python,
                 python_version=i.python_version, prefix=i.prefix, pair=pair,
@@ -217,7 +215,24 @@ def companion_requirements(m: Matrix, pair: Pair, names: tuple[str, ...],
             raise ResolutionError(f"--with {name}: Neuron {m.release}'s matrix has no {name} "
                                   f"pairing for torch {pair.torch_minor}",
                                   hint=f"companions the matrix pairs: {known}")
-        out.append(Requirement(row.name, row.requirement, index))
+        own = m.index_for(row.name)  # a Neuron-built companion names its index (torchao-neuron)
+        out.append(Requirement(row.name, row.requirement, own.name if own else index))
+    return out
+
+
+def companion_warnings(m: Matrix, pair: Pair, names: tuple[str, ...]) -> list[str]:
+    """What --with cannot check at plan time: an assumed pairing, and a Neuron-built
+    companion's instance families (the plan does not know the host; doctor checks it)."""
+    out = []
+    for n in names:
+        tc = m.torch_companion(n, pair.torch_minor)
+        if tc is None:
+            continue
+        if tc.assumed:
+            out.append(f"{tc.name}: assumed pairing for torch {pair.torch_minor} ({tc.assumed})")
+        if tc.families:
+            out.append(f"{tc.name} runs on {', '.join(tc.families)} instances only "
+                       "(neuron-env doctor checks the host)")
     return out
 
 

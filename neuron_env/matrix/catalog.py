@@ -137,10 +137,14 @@ def _by_release(name: str, entries: list[Entry]) -> Entry | None:
         want = Ver(name)
     except ValueError:
         return None
-    # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0
+    # "2.31" means the newest 2.31.x; only without one does it mean 2.31.0. A patch release
+    # with no file of its own ("2.33.1") is its minor's file when that is named X.Y ("2.33": the
+    # native matrices, whose families admit every patch build of them)
+    short = ".".join(name.split(".")[:2])
     for hit in ([e for e in entries if e.release == name],
                 [e for e in entries if e.release.startswith(name + ".")],
-                [e for e in entries if e.version == want]):
+                [e for e in entries if e.version == want],
+                [e for e in entries if e.release == short and short != name]):
         if hit:
             return hit[0]
     return None
@@ -185,6 +189,36 @@ def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Mat
             f"{', …' if len(entries) > 12 else ''})",
             hint="run 'neuron-env matrix list', or pass a path to a matrix TOML file")
     return load_file(entry.path, bundled=entry.bundled)
+
+
+@record
+class Known:
+    """A known release whose [[pairs]] admit an installed torch-neuronx version."""
+
+    release: str
+    backend: str  # native | xla
+    torch: str  # the pair's torch, "2.14.0"
+    torch_minor: str
+    requirement: str  # the pair's torch-neuronx requirement, "torch-neuronx==2.14.3.0.*"
+
+
+def releases_pairing(version: str, extra_dirs: list[Path] | None = None) -> tuple[Known, ...]:
+    """Every known matrix (the user's directory, the bundled set), newest first, whose pairs
+    admit torch-neuronx `version`: which release built it, and whether it is the native or the
+    XLA-based backend, read from the matrices' rows (never guessed from the version's shape).
+    Reads every matrix: doctor asks only when the selected one does not pair the version. A
+    matrix that does not load is passed over (`matrix validate` reports it)."""
+    out = []
+    for e in available(extra_dirs):
+        try:
+            m = load_file(e.path, bundled=e.bundled)
+        except (MatrixError, ConfigurationError, OSError):
+            continue
+        pair = m.pair_for_neuronx(version)
+        if pair is not None:
+            out.append(Known(m.release, m.backend, str(pair.torch), pair.torch_minor,
+                             pair.neuronx_requirement))
+    return tuple(out)
 
 
 def provenance(m: Matrix) -> dict[str, Any]:

@@ -377,13 +377,17 @@ def _companions(r: _Reader, data: _Table) -> tuple[Companion, ...]:
 _TORCH_MINOR = re.compile(r"^\d+\.\d+$")
 
 
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 def _torch_companions(r: _Reader, data: _Table) -> tuple[TorchCompanion, ...]:
     """[[torch_companions]]: one row per (package, torch minor); each row names its `source`
     or says why it is `assumed` (exactly one of them)."""
     out, seen = [], set()
     for i, d in enumerate(r.tables(data, "torch_companions", "")):
         p = f"torch_companions[{i}]"
-        r.keys(d, p, {"name", "torch", "spec"}, {"source", "assumed"})
+        r.keys(d, p, {"name", "torch", "spec"},
+               {"source", "assumed", "families", "torch_neuronx", "conflicts", "provides"})
         name = r.str_(d, "name", p, name_like=True) or ""
         torch = r.str_(d, "torch", p) or ""
         if torch and not _TORCH_MINOR.match(torch):
@@ -397,7 +401,14 @@ def _torch_companions(r: _Reader, data: _Table) -> tuple[TorchCompanion, ...]:
         if name and torch and key in seen:
             r.bad(_join(p, "torch"), f"duplicate pairing of {name} for torch {torch}")
         seen.add(key)
-        out.append(TorchCompanion(name, torch, spec or Spec(), source, assumed))
+        nx = r.spec(d, "torch_neuronx", p) if "torch_neuronx" in d else None
+        provides = r.str_(d, "provides", p)
+        if provides is not None and not _MODULE.match(provides):
+            r.bad(_join(p, "provides"), f"{provides!r} is not a Python module name")
+        out.append(TorchCompanion(name, torch, spec or Spec(), source, assumed,
+                                  families=r.strs(d, "families", p),
+                                  torch_neuronx=nx, conflicts=r.strs(d, "conflicts", p),
+                                  provides=provides))
     return tuple(out)
 
 

@@ -105,6 +105,13 @@ class TorchCompanion:
     spec: Spec
     source: str | None = None
     assumed: str | None = None
+    # A Neuron-built companion (TorchAO Neuron): the instance families it supports (empty: all),
+    # the torch-neuronx it needs, the distributions it must not sit beside (it provides their
+    # module) and the module it provides (for the import probe; default: the name's module).
+    families: tuple[str, ...] = ()
+    torch_neuronx: Spec | None = None
+    conflicts: tuple[str, ...] = ()
+    provides: str | None = None
 
     @property
     def requirement(self) -> str:

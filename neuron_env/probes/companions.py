@@ -1,5 +1,6 @@
 """backend.companions' import probe: import torch, then each installed torch companion
-(torchvision, torchaudio, torchao) in a child of the target interpreter (inside/companions.py).
+(torchvision, torchaudio, torchao; torchao-neuron provides torchao) in a child of the target
+interpreter (inside/companions.py).
 
 Importing torch costs seconds (about 1-2 s for a CPU torch, more for CUDA builds), so the child
 is started only when doctor runs backend.companions AND a companion is installed beside torch;
@@ -15,7 +16,7 @@ from neuron_env.util.record import factory, record
 
 # distribution name -> the module its import probe imports
 COMPANION_MODULES = {"torchvision": "torchvision", "torchaudio": "torchaudio",
-                     "torchao": "torchao"}
+                     "torchao": "torchao", "torchao-neuron": "torchao"}
 IMPORT_TIMEOUT = 60.0
 
 
@@ -52,7 +53,7 @@ def start_companions(target: Any, names: tuple[str, ...] | None = None,
     found = installed_companions(target, names)
     if not found:
         return None
-    modules = [COMPANION_MODULES.get(n, n.replace("-", "_")) for n in found]
+    modules = list(dict.fromkeys(COMPANION_MODULES.get(n, n.replace("-", "_")) for n in found))
     # isolated like doctor's own probe (target/launch TOOL mode: -I, cwd /)
     running = launch.spawn_probe(target.path, "companions.py", timeout=timeout, args=modules)
     return running, time.monotonic(), timeout

@@ -1,6 +1,7 @@
 """`neuron-ls` as JSON on the running host: a failing or hanging neuron-ls is a finding, not a
 crash. Neuron 2.34 drops `-j` for `--output-format json`: `-j` first (every release up to
-2.33 has it), the new flag when `-j` is refused as an option; which one answered is recorded."""
+2.33 has it), the new flag when `-j` is refused as an option; which one answered is recorded.
+The new layout wraps the device list in an object with instance-wide fields (_devices)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,24 @@ def _judge(path: str, args: str, res: proc.Completed) -> NeuronLsFacts:
     except ValueError as e:
         return NeuronLsFacts(path, error=f"{cmd} printed malformed JSON ({e}): "
                                          f"{res.stdout[:120]!r}", args=args)
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        return NeuronLsFacts(path, error=f"{cmd} printed JSON that is not a list of "
-                                         f"devices: {res.stdout[:120]!r}", args=args)
-    return NeuronLsFacts(path, devices=tuple(data), args=args)
+    devices = _devices(data)
+    if devices is None:
+        return NeuronLsFacts(path, error=f"{cmd} printed JSON that is not a list of devices "
+                                         f"(nor an object holding one): {res.stdout[:120]!r}",
+                             args=args)
+    return NeuronLsFacts(path, devices=tuple(devices), args=args)
+
+
+def _devices(data: object) -> list[dict] | None:
+    """The device list: `-j` prints it bare; the 2.34 `--output-format json` layout adds
+    top-level fields (instance, UltraServer) around it, so an object holding exactly one list
+    of device entries (each with `neuron_device`) is read as that list. Its key is not assumed:
+    no page read names it."""
+    if isinstance(data, list):
+        return data if all(isinstance(d, dict) for d in data) else None
+    if isinstance(data, dict):
+        lists = [v for v in data.values() if isinstance(v, list) and v
+                 and all(isinstance(d, dict) and "neuron_device" in d for d in v)]
+        if len(lists) == 1:
+            return lists[0]
+    return None

@@ -67,5 +67,7 @@ def remove_dist(site: Path, name: str) -> None:
 
 GOOD_214 = {"torch": "2.14.0+cpu", "torch-neuronx": "2.14.3.0.1711", "neuronx-cc": "2.28.7.0",
             "nki": "0.7.0"}
+# the 2.14 pair of Neuron 2.34 (the default matrix); GOOD_214 above is Neuron 2.33's build
+GOOD_234 = {**GOOD_214, "torch-neuronx": "2.14.3.1.1802"}
 PLACEHOLDER_INIT = ('raise ImportError("WRONG PACKAGE. Please install the package from Neuron '
                     'Repository - pip.repos.neuron.amazonaws.com")\n')

@@ -16,21 +16,29 @@ from tests.helpers.wheels import Stand, build_index
 
 PY312 = pyenv_python("3.12")
 needs312 = pytest.mark.skipif(PY312 is None, reason="no Python 3.12 (pyenv) on this machine: "
-                              "the Neuron 2.33 plan needs a 3.12-3.14 target")
+                              "the Neuron 2.34 plan needs a 3.12-3.14 target")
 MALICIOUS = "raise SystemExit('MALICIOUS: taken from the public index')\n"
 
-NEURON = [
-    Stand("torch-neuronx", "2.14.3.0.1", ("torch==2.14.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
-    Stand("torch-neuronx", "2.13.3.0.1", ("torch==2.13.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
+TORCHAO_NEURON = "0.18.0+neuron.1"  # Neuron 2.34's TorchAO Neuron: it installs the torchao module
+NEURON = [  # [0] the default 2.14 family, [1] 2.13, [2] neuronx-cc, [3] nki, [4] libneuronxla
+    Stand("torch-neuronx", "2.14.3.1.1", ("torch==2.14.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
+    Stand("torch-neuronx", "2.13.3.1.1", ("torch==2.13.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
     Stand("neuronx-cc", "2.22.1.0"),
     Stand("nki", "0.3.0"),
     Stand("libneuronxla", "2.2.0"),
+    # Neuron 2.33's builds (--matrix 2.33) and 2.34's TorchAO Neuron (install --with)
+    Stand("torch-neuronx", "2.14.3.0.1", ("torch==2.14.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
+    Stand("torch-neuronx", "2.13.3.0.1", ("torch==2.13.0", "neuronx-cc==2.*", "libneuronxla==2.*")),
+    Stand("torchao-neuron", TORCHAO_NEURON, ("torch==2.14.0",),
+          extra_files={"torchao/__init__.py": "__version__ = '0.18.0+neuron.1'\n"}),
 ]
 PYTORCH = [Stand("torch", "2.14.0+cpu", ("filelock",)), Stand("torch", "2.13.0+cpu", ("filelock",)),
            Stand("torchvision", "0.28.0+cpu", ("torch==2.13.0",)),
            Stand("torchvision", "0.29.0+cpu", ("torch==2.14.0",))]
 PUBLIC = [
     Stand("torch-neuronx", "2.14.3.0.99", body=MALICIOUS),  # dependency confusion
+    Stand("torch-neuronx", "2.14.3.1.99", body=MALICIOUS),
+    Stand("torchao-neuron", "0.18.0", body=MALICIOUS),  # the Neuron name, on the public index
     Stand("torch-neuronx", "1.0", body='raise ImportError("WRONG PACKAGE")\n'),
     Stand("nki", "9.9.9", body=MALICIOUS),
     Stand("nki", "0.0.1"),

@@ -127,3 +127,51 @@ def test_real_torch_and_pypi_torchvision(tmp_path, torch_python):
     assert p.returncode == 1 and r["status"] == "fail" and NMS in r["summary"], r
     assert r["fix_command"].endswith("'torchvision==0.28.*' --index-url "
                                      "https://download.pytorch.org/whl/cpu")
+
+
+# -- TorchAO Neuron (Neuron 2.34): the Neuron fork provides the torchao module itself ---------
+def tao_env(tmp_path, *, upstream: bool, neuronx: str = "2.14.3.1.1802"):
+    """A venv with a stand-in torch 2.14.0+cpu, torch-neuronx, torchao-neuron (whose files are
+    the `torchao` package, as the real wheel's) and, when `upstream`, PyPI's torchao as well."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")],
+                   check=True, timeout=120)
+    py = tmp_path / "v/bin/python"
+    site = site_packages(py)
+    fake_dist(site, "torch", "2.14.0+cpu", "__version__ = '2.14.0+cpu'\n")
+    add_dist(site, "torch-neuronx", neuronx)
+    files = {"torchao/__init__.py": "__version__ = '0.18.0+neuron.1'\n"}
+    add_dist(site, "torchao-neuron", "0.18.0+neuron.1", files=files)
+    record(site, "torchao_neuron", "0.18.0+neuron.1", files)
+    if upstream:
+        add_dist(site, "torchao", "0.19.0")  # its files would overwrite the fork's
+    (tmp_path / "pip.conf").write_text("")
+    return py, cli_env(PIP_CONFIG_FILE=str(tmp_path / "pip.conf"))
+
+
+def test_torchao_neuron_on_trn3_with_234_passes_its_import_probe(tmp_path):
+    py, e = tao_env(tmp_path, upstream=False)
+    r, _, _ = doctor(py, e, "--instance-type", "trn3.48xlarge")
+    assert r["status"] == "pass", r
+    assert r["details"]["imports"]["modules"] == {"torchao": None}
+
+
+def test_upstream_torchao_beside_torchao_neuron_fails(tmp_path):
+    py, e = tao_env(tmp_path, upstream=True)
+    r, _, p = doctor(py, e, "--instance-type", "trn3.48xlarge")
+    assert p.returncode == 1 and r["status"] == "fail", r
+    assert "torchao 0.19.0 and torchao-neuron 0.18.0+neuron.1 are both installed" in r["summary"]
+    assert r["fix_command"].startswith(f"{py} -m pip uninstall -y torchao && ")
+    assert "torchao-neuron==0.18.0 --index-url https://pip.repos.neuron.amazonaws.com" in r[
+        "fix_command"]
+
+
+@pytest.mark.parametrize("instance, neuronx, words", [
+    ("trn2.48xlarge", "2.14.3.1.1802", "trn3, trn3p, trn3e instances only; this is trn2"),
+    ("trn3.48xlarge", "2.14.3.0.1711", "needs torch-neuronx>=2.14.3.1, found torch-neuronx "
+                                       "2.14.3.0.1711"),
+])
+def test_torchao_neuron_on_trn2_or_with_an_older_backend_warns(tmp_path, instance, neuronx,
+                                                                words):
+    py, e = tao_env(tmp_path, upstream=False, neuronx=neuronx)
+    r, _, _ = doctor(py, e, "--instance-type", instance)
+    assert r["status"] == "warn" and words in r["summary"], r

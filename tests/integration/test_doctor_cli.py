@@ -12,7 +12,7 @@ import pytest
 from neuron_env.checks import all_ids
 from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import roots
-from tests.helpers.envs import GOOD_214, PLACEHOLDER_INIT, add_dist, pyenv_python
+from tests.helpers.envs import GOOD_214, GOOD_234, PLACEHOLDER_INIT, add_dist, pyenv_python
 from tests.helpers.servers import IMDS
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,8 @@ def by_id(doc):
 
 @pytest.fixture(scope="module")
 def py312_env(tmp_path_factory):
-    """A real Python 3.12 venv holding metadata of the 2.14 pair (3.11 if 3.12 is absent)."""
+    """A real Python 3.12 venv holding metadata of Neuron 2.34's 2.14 pair (3.11 if 3.12 is
+    absent)."""
     from tests.helpers.envs import make_venv, site_packages
 
     exe = pyenv_python("3.12")
@@ -41,7 +42,7 @@ def py312_env(tmp_path_factory):
         pytest.skip("Python 3.12 is not installed here (pyenv): the healthy target needs it")
     py = make_venv(tmp_path_factory.mktemp("t312") / "v", exe)
     site = site_packages(py)
-    for name, ver in GOOD_214.items():
+    for name, ver in GOOD_234.items():
         add_dist(site, name, ver)
     return str(py)
 
@@ -51,12 +52,33 @@ def test_healthy_trn2_image_passes(tmp_path, py312_env):
     doc, p = doctor_json("--root", str(root), "--python", py312_env)
     res = by_id(doc)
     assert p.returncode == 0, {k: v["summary"] for k, v in res.items() if v["status"] != "pass"}
-    assert doc["summary"]["fail"] == 0 and doc["matrix"]["release"] == "2.33"
+    assert doc["summary"]["fail"] == 0 and doc["matrix"]["release"] == "2.34"
     assert doc["target"]["instance"] == {"type": "trn2.48xlarge", "source": "dmi",
                                          "assumed": False, "is_ec2": True,
                                          "instance_id": "i-0123456789abcdef0", "notes": []}
-    assert doc["target"]["packages"]["torch-neuronx"] == "2.14.3.0.1711"
+    assert doc["target"]["packages"]["torch-neuronx"] == "2.14.3.1.1802"
+    assert by_id(doc)["backend.pairing"]["status"] == "pass"
     assert doc["target"]["neuron_ls"] is None  # under --root the real host is not asked
+
+
+def test_a_233_build_warns_against_234_and_passes_against_233(tmp_path, py312_env):
+    """Neuron 2.33's torch-neuronx 2.14.3.0 under the default (2.34) matrix: a warning naming
+    the release that built it and the upgrade line; checked with --matrix 2.33 it passes."""
+    from tests.helpers.envs import make_venv, site_packages
+
+    py = make_venv(tmp_path / "v233", pyenv_python("3.12") or sys.executable)
+    for name, ver in GOOD_214.items():
+        add_dist(site_packages(py), name, ver)
+    root = roots.trn2_host(tmp_path / "r")
+    doc, p = doctor_json("--root", str(root), "--python", str(py), "--only", "backend")
+    r = by_id(doc)["backend.pairing"]
+    assert p.returncode == 0 and r["status"] == "warn", r
+    assert "Neuron 2.33's build" in r["summary"] and "==2.14.3.1.*" in r["summary"]
+    assert r["fix_command"] == f"neuron-env install --python {py} --torch 2.14"
+    assert by_id(doc)["backend.lineage"]["status"] == "pass"
+    doc, p = doctor_json("--root", str(root), "--python", str(py), "--only", "backend",
+                         "--matrix", "2.33")
+    assert by_id(doc)["backend.pairing"]["status"] == "pass" and p.returncode == 0
 
 
 def test_text_report_groups_marks_and_summary(tmp_path, py312_env):
@@ -65,7 +87,7 @@ def test_text_report_groups_marks_and_summary(tmp_path, py312_env):
     assert p.returncode == 1
     out = p.stdout
     assert "[✗] Operating system" in out and "[✓] Instance" in out
-    assert "✗ Debian GNU/Linux 12 (bookworm) is not supported by Neuron 2.33  (os.release)" in out
+    assert "✗ Debian GNU/Linux 12 (bookworm) is not supported by Neuron 2.34  (os.release)" in out
     from neuron_env.checks.fixes import os_targets
     from neuron_env.matrix import catalog
 
@@ -244,7 +266,7 @@ def test_matrix_cli(tmp_path):
     schema["properties"]["content"] = json.loads((REPO / "matrices/schema.json").read_text())
     jsonschema.validate(doc, schema)
     ls = run_cli("matrix", "list").stdout
-    assert "2.33" in ls.splitlines()[1] and "(default)" in ls.splitlines()[1]
+    assert "2.34" in ls.splitlines()[1] and "(default)" in ls.splitlines()[1]
     assert run_cli("matrix", "show", "2.31").stdout.startswith("Neuron 2.31.1 (ga, xla")
     good = REPO / "matrices/neuron-2.33.toml"
     (tmp_path / "e.toml").write_text("")

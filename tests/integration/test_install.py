@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO, cli_env
 from tests.helpers.envs import make_venv, pyenv_python
-from tests.helpers.indexes import NEURON, PY312, needs312, pip_env
+from tests.helpers.indexes import NEURON, PY312, TORCHAO_NEURON, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host
 from tests.helpers.wheels import IndexServer, Stand, build_index, refused_url
 
@@ -85,7 +85,7 @@ def test_fresh_venv_right_indexes_then_noop_then_doctor(idx, host_root, tmp_path
     assert doc["status"] == "installed" and doc["venv_created"] == str(venv)
     py = venv / "bin" / "python"
     got = dists(py)
-    assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0.1"
+    assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.1.1"
     assert got["nki"] == "0.3.0" and got["neuronx-cc"] == "2.22.1.0"
     assert got["libneuronxla"] == "2.2.0"  # a Neuron package pulled in as a dependency
     pk = {p["name"]: p for p in doc["packages"]}
@@ -132,7 +132,7 @@ def test_torch_213_into_an_existing_env_replacing_a_placeholder(idx, host_root, 
                 "--installer", "pip", "--format", "json")
     assert r.returncode == 0, r.stdout + r.stderr
     got = dists(py)
-    assert got["torch"] == "2.13.0+cpu" and got["torch-neuronx"] == "2.13.3.0.1"
+    assert got["torch"] == "2.13.0+cpu" and got["torch-neuronx"] == "2.13.3.1.1"
 
 
 @needs312
@@ -154,7 +154,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(idx, host_root, tmp_path):
     doc = as_json(r)
     assert r.returncode == 0 and doc["status"] == "planned" and not venv.exists()
     reqs = [x["requirement"] for x in doc["plan"]["requirements"]]
-    assert reqs == ["torch==2.14.0", "torch-neuronx==2.14.3.0.*", "neuronx-cc==2.*", "nki"]
+    assert reqs == ["torch==2.14.0", "torch-neuronx==2.14.3.1.*", "neuronx-cc==2.*", "nki"]
     assert any("--no-deps" in c and "torch-neuronx" in c for c in doc["commands"])
     text = install(idx, "--root", str(host_root), "--python", PY312, "--dry-run")
     assert "dry run: nothing was changed" in text.stdout and "from the neuron index" in text.stdout
@@ -172,9 +172,9 @@ def test_unknown_torch_is_refused(idx, host_root, torch, needle):
 
 
 def test_python_outside_the_matrix_is_refused_then_forced(idx, host_root, tmp_path):
-    py = fresh(tmp_path, python=sys.executable)  # 3.11: Neuron 2.33 wants 3.12-3.14
+    py = fresh(tmp_path, python=sys.executable)  # 3.11: Neuron 2.34 wants 3.12-3.14
     r = install(idx, "--root", str(host_root), "--python", str(py))
-    assert r.returncode == 2 and "outside Neuron 2.33's range" in r.stderr
+    assert r.returncode == 2 and "outside Neuron 2.34's range" in r.stderr
     assert "--force" in r.stderr and "torch" not in dists(py)
     r = install(idx, "--root", str(host_root), "--python", str(py), "--force",
                 "--installer", "pip", "--format", "json")
@@ -182,7 +182,7 @@ def test_python_outside_the_matrix_is_refused_then_forced(idx, host_root, tmp_pa
     assert r.returncode == 0, r.stdout + r.stderr
     plan = {x["id"]: x for x in doc["results"]}["install.plan"]
     assert plan["status"] == "warn" and plan["summary"].startswith("FORCED")
-    assert doc["plan"]["forced"] and dists(py)["torch-neuronx"] == "2.14.3.0.1"
+    assert doc["plan"]["forced"] and dists(py)["torch-neuronx"] == "2.14.3.1.1"
 
 
 @needs312
@@ -227,13 +227,13 @@ def test_a_mirror_serving_a_placeholder_is_refused_before_anything_installs(idx,
 
 @needs312
 def test_a_pin_no_index_satisfies(idx, host_root, tmp_path):
-    """The Neuron mirror lacks the 2.14 family; the public index's 2.14.3.0.99 must not do."""
+    """The Neuron mirror lacks the 2.14 family; the public index's 2.14.3.1.99 must not do."""
     partial = build_index(tmp_path / "partial", [NEURON[1], *NEURON[2:]]).as_uri()
     py = fresh(tmp_path)
     r = install(idx, "--root", str(host_root), "--python", str(py),
                 env=pip_env(idx, NEURON_ENV_NEURON_INDEX_URL=partial))
     assert r.returncode == 2, r.stderr
-    assert "no index offers torch-neuronx==2.14.3.0.*" in r.stderr and "fix:" in r.stderr
+    assert "no index offers torch-neuronx==2.14.3.1.*" in r.stderr and "fix:" in r.stderr
     assert dists(py) == {}
 
 
@@ -424,7 +424,7 @@ def test_offline_from_a_wheelhouse(idx, host_root, tmp_path):
     doc = as_json(r)
     assert r.returncode == 0, r.stdout + r.stderr
     assert {p["origin"] for p in doc["packages"]} == {"wheelhouse"}
-    assert dists(py)["torch-neuronx"] == "2.14.3.0.1"
+    assert dists(py)["torch-neuronx"] == "2.14.3.1.1"
     r = install(idx, "--offline", "--python", str(py), "--root", str(host_root))
     assert r.returncode == 2 and "--offline needs --find-links" in r.stderr
 
@@ -495,6 +495,31 @@ def test_with_torchvision_installs_the_cpu_build_from_the_pytorch_index(idx, tmp
     assert r.returncode == 2 and "no timm pairing" in as_json(r)["error"]["message"]
 
 
+@needs312
+def test_with_torchao_neuron_takes_the_neuron_build_hash_pinned(idx, host_root, tmp_path):
+    """--with torchao-neuron (Neuron 2.34, Trn3): the Neuron index's 0.18.0+neuron.1, never the
+    public index's 0.18.0 under the same name; hash-pinned and recorded like torch-neuronx; the
+    plan says Trn3 only. Against 2.33 (no TorchAO Neuron) it is refused."""
+    py = fresh(tmp_path)
+    r = install(idx, "--root", str(host_root), "--python", str(py), "--with", "torchao-neuron",
+                "--installer", "pip", "--format", "json")
+    doc = as_json(r)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = dists(py)
+    assert got["torchao-neuron"] == TORCHAO_NEURON and got["torch-neuronx"] == "2.14.3.1.1"
+    assert {"name": "torchao-neuron", "requirement": "torchao-neuron==0.18.0",
+            "index": "neuron", "source": "index"} in doc["plan"]["requirements"]
+    assert any("trn3, trn3p, trn3e instances only" in w for w in doc["plan"]["warnings"])
+    pk = {p["name"]: p for p in doc["packages"]}
+    assert pk["torchao-neuron"]["index"] == "neuron" and len(pk["torchao-neuron"]["sha256"]) == 64
+    assert subprocess.run([str(py), "-c", "import torchao; print(torchao.__version__)"],
+                          capture_output=True, text=True, timeout=60).stdout.strip() == \
+        TORCHAO_NEURON
+    r = install(idx, "--root", str(host_root), "--python", str(py), "--matrix", "2.33",
+                "--with", "torchao-neuron", "--format", "json")
+    assert r.returncode == 2 and "no torchao-neuron pairing" in as_json(r)["error"]["message"]
+
+
 def test_emulated_keeps_the_real_torch_already_there(idx, torch_python):
     r = install(idx, "--backend", "emulated", "--python", torch_python, "--dry-run",
                 "--format", "json")
@@ -515,7 +540,7 @@ def test_uv_installs_the_same_plan(idx, host_root, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert any(s["name"] == "install (uv)" for s in doc["steps"])
     got = dists(py)
-    assert got["torch-neuronx"] == "2.14.3.0.1" and got["nki"] == "0.3.0"
+    assert got["torch-neuronx"] == "2.14.3.1.1" and got["nki"] == "0.3.0"
     # uv compiled the bytecode (as pip does): the installed packages have __pycache__
     site = Path(py).parent.parent / "lib"
     for pkg in ("torch", "torch_neuronx"):

@@ -87,7 +87,7 @@ def test_three_indexes_on_one_host_with_a_hostile_public_one(idx, host_root, tmp
                            env=_env(idx, urls), timeout=300, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     got = _dists(py)
-    assert got["torch-neuronx"] == "2.14.3.0.1" and got["libneuronxla"] == "2.2.0"
+    assert got["torch-neuronx"] == "2.14.3.1.1" and got["libneuronxla"] == "2.2.0"
     assert got["torch"] == "2.14.0+cpu" and got["nki"] == "0.3.0"
     pk = {p["name"]: p for p in json.loads(r.stdout)["packages"]}
     assert pk["libneuronxla"]["index"] == "neuron" and pk["torch"]["index"] == "pytorch-cpu"

@@ -146,13 +146,13 @@ def test_doctor_names_the_stale_holder_and_the_missing_tools(tmp_path):
 # -- doctor under fixture roots: each check passing and failing -------------------------------
 @pytest.fixture(scope="module")
 def py(tmp_path_factory):
-    from tests.helpers.envs import GOOD_214, add_dist, make_venv, pyenv_python, site_packages
+    from tests.helpers.envs import GOOD_234, add_dist, make_venv, pyenv_python, site_packages
 
     exe = pyenv_python("3.12")
     if exe is None:
         pytest.skip("Python 3.12 is not installed here (pyenv)")
     venv = make_venv(tmp_path_factory.mktemp("s312") / "v", exe)
-    for name, ver in GOOD_214.items():
+    for name, ver in GOOD_234.items():
         add_dist(site_packages(venv), name, ver)
     return str(venv)
 

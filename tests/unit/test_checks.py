@@ -5,19 +5,23 @@ from __future__ import annotations
 import pytest
 
 from neuron_env import checks
+from neuron_env.commands.doctor import neuronx_releases
 from neuron_env.errors import UsageError
 from neuron_env.matrix import catalog
 from neuron_env.probes.neuron_ls import NeuronLsFacts
 from neuron_env.report.model import Result, exit_code
+from neuron_env.util.record import replace
 from tests.helpers.facts import GOOD, host, target
 
 M = catalog.select("2.33")
 CTX = checks.Context(python_flag="/venv/bin/python")
 
 
-def run(facts, ctx=CTX, only=()):
+def run(facts, ctx=CTX, only=(), m=M):
+    """As doctor runs them: with the known releases that pair an unpaired torch-neuronx."""
     ids = checks.select(list(only), [])
-    return {r.id: r for r in checks.run_checks(facts, M, ctx, ids)}
+    ctx = replace(ctx, neuronx_releases=neuronx_releases(facts, m))
+    return {r.id: r for r in checks.run_checks(facts, m, ctx, ids)}
 
 
 def test_healthy_trn2_host_passes_everything():

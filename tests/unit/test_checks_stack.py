@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from neuron_env import checks
+from neuron_env.commands.doctor import neuronx_releases
 from neuron_env.matrix import catalog
 from neuron_env.probes.container import ContainerFacts
 from neuron_env.probes.efa import EfaFacts
 from neuron_env.probes.holders import Holder
 from neuron_env.probes.neuron_ls import NeuronLsFacts
+from neuron_env.util.record import replace
 from tests.helpers.facts import APT, APT_232, GIB, GOOD, cache_dir, host, target, tools_on_path
 
 M = catalog.select("2.33")
@@ -18,7 +20,9 @@ CTX = checks.Context(python_flag="/venv/bin/python")
 
 
 def one(id_, facts, m=M):
-    return checks.run_checks(facts, m, CTX, [id_])[0]
+    """As doctor runs it: with the known releases that pair an unpaired torch-neuronx."""
+    ctx = replace(CTX, neuronx_releases=neuronx_releases(facts, m))
+    return checks.run_checks(facts, m, ctx, [id_])[0]
 
 
 def nls(devices=16, nc=4, lnc=2, procs=None):

@@ -73,7 +73,7 @@ def test_round_trip_toml():
 
 
 def test_default_is_newest_and_env_var(monkeypatch, tmp_path):
-    assert catalog.select().release == "2.33"
+    assert catalog.select().release == "2.34"  # the newest bundled release
     monkeypatch.setenv("NEURON_ENV_MATRIX", "2.31")
     assert catalog.select().release == "2.31.1"
     custom = tmp_path / "neuron-9.1.toml"
