@@ -16,7 +16,7 @@ from neuron_env.probes.companions import CompanionImports
 from neuron_env.probes.container import ContainerFacts
 from neuron_env.probes.neuron_ls import NeuronLsFacts
 from neuron_env.util.record import replace
-from tests.helpers.facts import GOOD, host, target
+from tests.helpers.facts import APT, GOOD, host, target
 
 M = catalog.select(None)
 CTX = checks.Context(python_flag="/venv/bin/python")
@@ -28,17 +28,38 @@ def neuron_ls(devices: int = 16, nc: int = 4, lnc: int = 2) -> NeuronLsFacts:
          "neuron_processes": []} for i in range(devices)))
 
 
+def _pair_version() -> str:
+    """A torch-neuronx build of the default matrix's pair for GOOD's torch (the walk follows
+    the default release, whatever it is)."""
+    pair = next(p for p in M.pairs if GOOD["torch"].startswith(p.torch_minor + "."))
+    v = re.search(r"\d+(\.\d+)*", str(pair.torch_neuronx))
+    assert v, pair
+    return v.group(0) + ".1802"
+
+
+PACKAGES = {**GOOD, "torch-neuronx": _pair_version()}
+
+
 def healthy(**kw):
-    apt = {a.name: a.version for a in M.driver.apt if a.version}
-    return host(apt=apt, neuron_ls=neuron_ls(), **kw)
+    # the release's pinned versions; a package it names without a version takes the helpers'
+    apt = {a.name: a.version or APT[a.name] for a in M.driver.apt if a.version or a.name in APT}
+    return host(apt=apt, neuron_ls=neuron_ls(), tgt=target(PACKAGES), **kw)
 
 
 def with_companions():
     minor = ".".join(GOOD["torch"].split(".")[:2])
-    rows = [c for c in M.torch_companions if c.torch == minor]
+    rows = []
+    for c in (c for c in M.torch_companions if c.torch == minor):
+        # never two that must not sit side by side (TorchAO Neuron provides torchao itself),
+        # nor one limited to other instance families than the host's (trn2)
+        if c.families and "trn2" not in c.families:
+            continue
+        if any(c.name in r.conflicts or r.name in c.conflicts for r in rows):
+            continue
+        rows.append(c)
     if not rows:
         pytest.skip(f"the matrix pairs no companion with torch {minor}")
-    pk = dict(GOOD)
+    pk = dict(PACKAGES)
     for c in rows:
         v = re.search(r"[\d.]+", str(c.requirement).split(c.name, 1)[1])
         assert v, c.requirement
