@@ -114,7 +114,7 @@ def test_imdsv2_token_then_get(no_dmi_root, monkeypatch):
 
 @pytest.mark.parametrize("mode, words", [
     ("404", "HTTP 404"), ("garbage", "not valid"), ("huge", "over 4096 bytes"),
-    ("hang", "timed out"),
+    ("hang", "timed out"), ("crlf-token", "token is not valid"),
 ])
 def test_imds_faults_are_bounded(no_dmi_root, monkeypatch, mode, words):
     with IMDS(mode) as srv:
