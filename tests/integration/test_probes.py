@@ -159,6 +159,16 @@ def test_imds_refused_and_disabled(no_dmi_root, monkeypatch):
     assert imds.endpoint() == "ftp://nope"
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/", "http://127.0.0.1:abc/",
+                                 "http://[::1/"])
+def test_imds_bad_endpoint_url_is_a_note_not_a_crash(no_dmi_root, monkeypatch, url):
+    """Whatever the endpoint is, a fault asking IMDS means only that the type comes from
+    elsewhere (an out-of-range port raised ValueError through doctor: exit 3)."""
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url)
+    f = probe_instance(no_dmi_root, None)
+    assert f.type is None and "IMDS" in " ".join(f.notes), f.notes
+
+
 # -- the target interpreter ----------------------------------------------------------------------
 def test_target_facts_from_a_real_venv(venv_factory):
     py, site = venv_factory()
