@@ -4,10 +4,9 @@ launcher's environment (torchrun: RANK/WORLD_SIZE/MASTER_ADDR...; srun: SLURM_PR
 
 from __future__ import annotations
 
-import shlex
-
 from neuron_env.collectives.options import CollectivesOptions, human_sizes
 from neuron_env.errors import UsageError
+from neuron_env.util.render import sh_join, values
 
 KINDS = ("torchrun", "srun")
 RDZV_PORT = 29500
@@ -33,8 +32,9 @@ def render(kind: str, neuron_env: str, python: str | None, o: CollectivesOptions
         raise UsageError(f"--print-launch {kind!r}: expected one of {', '.join(KINDS)}")
     if nodes < 1:
         raise UsageError(f"--nodes {nodes}: expected at least 1")
+    values((("--python", python), ("neuron-env", neuron_env)))
     per_node = str(nproc) if nproc else "${NPROC_PER_NODE:?one rank per logical NeuronCore}"
-    cmd = " ".join(shlex.quote(a) for a in rank_command(neuron_env, python, o))
+    cmd = sh_join(rank_command(neuron_env, python, o))  # the one quoting (trial's too)
     return (_torchrun if kind == "torchrun" else _srun)(cmd, nodes, per_node)
 
 
