@@ -68,6 +68,20 @@ def test_fleet_report_escapes_a_nodes_control_characters(tmp_path):
     assert json.loads(js.stdout)["summary"]["instances"] == 2  # JSON escapes by itself
 
 
+def test_fleet_text_view_keeps_each_value_on_its_line(tmp_path):
+    """A node's instance id, check id and summary holding a newline forged whole lines of the
+    text view (a passing instance, a clean verdict): every control character is escaped."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    forged = "\n  i-0fake                 pass        all good\nverdict: PASS"
+    (d / "a.json").write_text(json.dumps(_doctor_report("i-0aaa" + forged, "bad" + forged)))
+    text = run_cli("fleet", "report", str(d))
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    assert "verdict: PASS" not in lines and not any(ln.startswith("  i-0fake") for ln in lines)
+    assert lines[-1] == "verdict: FAIL" and "\\x0a" in text.stdout
+
+
 def _hostile_root(tmp_path: Path) -> Path:
     """A trn2 whose driver version, dpkg Version: fields and a dist's METADATA carry escapes."""
     pk = dict(roots.DPKG_NEURON_233)
