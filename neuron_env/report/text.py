@@ -8,7 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
-from neuron_env.util.text import escape_controls
+from neuron_env.util.text import escape_controls, field
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "error": "✗"}
 COLOURS = {"pass": "32", "warn": "33", "fail": "31", "skip": "90", "error": "35"}
@@ -47,7 +47,7 @@ def _fmt(v: object) -> str:
         return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items() if x is not None) or "-"
     if isinstance(v, list | tuple):
         return ", ".join(_fmt(x) for x in v) or "-"
-    return "-" if v is None else str(v)
+    return "-" if v is None else field(v)
 
 
 def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
@@ -60,22 +60,25 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
         worst = max(results, key=lambda r: RANK[r.status]).status
         lines.append(f"[{_mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
         for r in results:
-            lines.append(f"    {_mark(r.status, colour)} {r.summary}  ({r.id})")
+            # host strings (a version, a name) on their one line: a newline in them never
+            # forges another check's line (util.text.field)
+            lines.append(f"    {_mark(r.status, colour)} {field(r.summary)}  ({field(r.id)})")
             if r.status in ("fail", "warn", "error") or verbose:
                 if verbose and r.observed is not None:
                     lines.append(f"        observed: {_fmt(r.observed)}")
                 if verbose and r.expected is not None:
                     lines.append(f"        expected: {_fmt(r.expected)}")
                 if r.fix and r.status != "pass":
-                    lines.append(f"        fix: {r.fix}")
+                    lines.append(f"        fix: {field(r.fix)}")
                 if r.docs and r.status != "pass":
-                    lines.append(f"        docs: {r.docs}")
+                    lines.append(f"        docs: {field(r.docs)}")
                 if verbose and r.details:
                     for k, v in r.details.items():
                         if k != "traceback":
-                            lines.append(f"        {k}: {_fmt(v)}")
+                            lines.append(f"        {field(k)}: {_fmt(v)}")
                 if r.status == "error" and r.details and r.details.get("traceback"):
-                    lines += ["        " + ln for ln in r.details["traceback"].splitlines()]
+                    lines += ["        " + field(ln)
+                              for ln in r.details["traceback"].splitlines()]
     s = report.summary
     parts = [f"{s[k]} {k}" for k in ("pass", "warn", "fail", "skip", "error") if s[k]]
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(

@@ -110,6 +110,19 @@ def test_doctor_formats_escape_host_strings(tmp_path, fmt):
         assert p.stdout.count("\n") == 1 and "\\x1b]0;pwn" in p.stdout
 
 
+def test_doctor_text_keeps_each_host_string_on_its_line(tmp_path):
+    """A dpkg Version: holding a newline forged a passing check line in doctor's text view."""
+    pk = dict(roots.DPKG_NEURON_233)
+    forged = "\n    ✓ everything checked  (forged.ok)\n\nOK: 9 pass (exit 0)"
+    pk["aws-neuronx-dkms"] = "2.31.7.0" + forged
+    root = roots.trn2_host(tmp_path / "root", driver="2.31.7.0" + forged, packages=pk)
+    p = run_cli("doctor", "--root", str(root), "--only", "os,instance,driver", "-v")
+    assert p.returncode == 1, p.stderr
+    lines = p.stdout.splitlines()
+    assert not any(ln.lstrip().startswith("✓ everything checked") for ln in lines), p.stdout
+    assert "OK: 9 pass (exit 0)" not in lines
+
+
 def test_dist_metadata_version_is_escaped(tmp_path):
     """A dist-info METADATA with a hostile Version: reaches every format escaped."""
     site = tmp_path / "site"
