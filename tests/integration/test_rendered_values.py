@@ -296,3 +296,31 @@ def test_healthcheck_keeps_the_reason_doctor_drained_with(tmp_path):
         tmp_path, slurm.render_script(str(ne), 45, []), env={"ARGV_LOG": os.devnull},
         node_line="NodeName=n1 State=IDLE+DRAIN Reason=neuron-env: driver.loaded [root@...]")
     assert p.returncode == 3 and updates == []
+
+
+# -- --print-launch through the CLI: the printed lines give back the argv ---------------------
+PY = "/opt/my venv/it's;x/bin/python"
+
+
+@pytest.mark.parametrize("kind", ["srun", "torchrun"])
+def test_print_launch_round_trips_through_shlex(kind):
+    """trial put `--python PATH` into the srun line unquoted; collectives, without neuron-env
+    on PATH, quoted `python -m neuron_env` as ONE word (a command that cannot run)."""
+    import sys
+
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true"}
+    p = run_cli("collectives", "--print-launch", kind, "--python", PY, env=env)
+    assert p.returncode == 0, p.stderr
+    words = line_with(p.stdout, kind)
+    assert words[words.index("--python") + 1] == PY
+    assert [sys.executable, "-m", "neuron_env", "collectives"] == \
+        words[words.index("collectives") - 3:words.index("collectives") + 1]
+    p = run_cli("trial", "builtin:mlp", "--world-size", "8", "--nnodes", "2",
+                "--print-launch", kind, "--python", PY)
+    assert p.returncode == 0, p.stderr
+    starts = [shlex.split(ln)[0] for ln in p.stdout.splitlines()
+              if ln.startswith(shlex.quote(PY))]
+    assert starts == [PY] * (1 if kind == "srun" else 2)
+    if kind == "srun":
+        assert line_with(p.stdout, "srun ")[2] == PY
+    bash_n(p.stdout)
