@@ -136,8 +136,9 @@ def component(o: BootstrapOptions) -> str:
     q = render.sh
     env = "".join(_component_export(var, url, src) + "\n              "
                   for var, url, src in _index_sources(o) if url or src)
-    src = (f"--no-index --find-links {q(o.source)} neuron-env" if o.source.startswith("/")
-           else q(o.source))
+    # options end with --: a source is never taken for an option
+    src = (f"--no-index --find-links {q(o.source)} -- neuron-env" if o.source.startswith("/")
+           else f"-- {q(o.source)}")
     torch = f" --torch {q(o.torch)}" if o.torch else ""
     assume = f" --instance-type {q(o.instance_type)}" if o.instance_type else ""
     ne = f"{o.tool_venv}/bin/neuron-env"
