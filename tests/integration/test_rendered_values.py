@@ -208,12 +208,23 @@ def test_every_hostile_character_alone(check):
         check(v)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _every_renderer(v: str) -> None:
+    for check in CHECKS:
+        check(v)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(v=VALUES)
 @example(v="\u2028- touch /pwned")
 def test_hostile_strings_through_every_renderer(v):
-    for check in CHECKS:
-        check(v)
+    _every_renderer(v)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(v=VALUES)
+def test_many_hostile_strings_through_every_renderer(v):
+    _every_renderer(v)
 
 
 # -- the CLI: exit 2 naming the option; text and JSON carry the same bytes -----------------------
