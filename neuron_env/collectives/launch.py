@@ -59,7 +59,7 @@ def _torchrun(cmd: str, nodes: int, per_node: str) -> str:
         *_exports(head),
         f"torchrun --nnodes={nodes} --nproc-per-node={per_node} --rdzv-backend=c10d "
         f"--rdzv-endpoint={head}:{RDZV_PORT} --rdzv-id=neuron-env-collectives --no-python "
-        f"{cmd}", ""])
+        f"-- {cmd}", ""])  # the launchers' options end with --
 
 
 def _srun(cmd: str, nodes: int, per_node: str) -> str:
@@ -72,4 +72,4 @@ def _srun(cmd: str, nodes: int, per_node: str) -> str:
         'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         f"export MASTER_ADDR MASTER_PORT={RDZV_PORT}",
         *_exports("$MASTER_ADDR"),
-        f"srun --kill-on-bad-exit=1 {cmd}", ""])
+        f"srun --kill-on-bad-exit=1 -- {cmd}", ""])

@@ -457,7 +457,7 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
             "@HEAD@", f"{hd}:{RDZV_PORT}")
         return "\n".join([*head, "# 2. on each node (the same line; c10d assigns the ranks)",
                           f"export NEURON_RT_ROOT_COMM_ID={hd}:{COMM_ID_PORT}", *efa,
-                          f"{line} {rank}", *tail])
+                          f"{line} -- {rank}", *tail])
     return "\n".join(["#!/bin/bash", f"#SBATCH --nodes={d.nnodes}",
                       f"#SBATCH --ntasks-per-node={d.world_size // d.nnodes}",
                       "#SBATCH --exclusive", *head[1:],
@@ -465,4 +465,4 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
                       '| head -n 1)', f"export MASTER_PORT={RDZV_PORT}",
                       f"export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:{COMM_ID_PORT}", *efa,
                       "# 2. every rank (the rank script reads SLURM_PROCID/SLURM_NTASKS)",
-                      f"srun --kill-on-bad-exit=1 {sh_join([python])} {rank}", *tail])
+                      f"srun --kill-on-bad-exit=1 -- {sh_join([python])} {rank}", *tail])

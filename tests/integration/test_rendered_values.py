@@ -189,7 +189,7 @@ def check_launch(v: str) -> None:
                   if ln.startswith(shlex.quote(py))]
         assert starts == [py] * (1 if kind == "srun" else 2), text  # reference (+ agents)
         if kind == "srun":
-            assert line_with(text, "srun ")[2] == py
+            assert line_with(text, "srun ")[2:4] == ["--", py]
 
 
 CHECKS = [check_userdata, check_component, check_slurm, check_k8s, check_launch]
@@ -324,6 +324,7 @@ def test_print_launch_round_trips_through_shlex(kind):
     assert p.returncode == 0, p.stderr
     words = line_with(p.stdout, kind)
     assert words[words.index("--python") + 1] == PY
+    assert words[words.index("collectives") - 4] == "--"  # the launcher's options end
     assert [sys.executable, "-m", "neuron_env", "collectives"] == \
         words[words.index("collectives") - 3:words.index("collectives") + 1]
     p = run_cli("trial", "builtin:mlp", "--world-size", "8", "--nnodes", "2",
@@ -333,5 +334,5 @@ def test_print_launch_round_trips_through_shlex(kind):
               if ln.startswith(shlex.quote(PY))]
     assert starts == [PY] * (1 if kind == "srun" else 2)
     if kind == "srun":
-        assert line_with(p.stdout, "srun ")[2] == PY
+        assert line_with(p.stdout, "srun ")[2:4] == ["--", PY]
     bash_n(p.stdout)
