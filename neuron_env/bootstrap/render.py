@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from neuron_env import __version__
 from neuron_env.errors import UsageError
+from neuron_env.util import render
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -43,34 +43,26 @@ def _check(o: BootstrapOptions) -> None:
         raise UsageError(f"--torch {o.torch!r}: use 2.14 or 2.13", hint="or leave it out")
     if o.retries < 1 or o.retries > 20:
         raise UsageError("--retries must be 1..20", hint="e.g. --retries 5")
+    # every value rendered, checked once (util/render.py): no control character, no line or
+    # paragraph separator (U+0085, U+2028, U+2029: line breaks to a YAML parser), no BOM
+    render.values((("--source", o.source), ("--tool-venv", o.tool_venv), ("--venv", o.venv),
+                   ("--python", o.python), ("--log-dir", o.log_dir),
+                   ("--state-dir", o.state_dir), ("--doctor-args", o.doctor_args),
+                   ("--install-args", o.install_args),
+                   ("--neuron-index-url", o.neuron_index_url),
+                   ("--pytorch-index-url", o.pytorch_index_url),
+                   ("--neuron-index-url-from", o.neuron_index_from),
+                   ("--pytorch-index-url-from", o.pytorch_index_from),
+                   ("--instance-type", o.instance_type)))
     for name, v in (("--venv", o.venv), ("--tool-venv", o.tool_venv), ("--log-dir", o.log_dir),
                     ("--state-dir", o.state_dir)):
         if not v.startswith("/"):
             raise UsageError(f"{name} {v!r} must be an absolute path", hint="e.g. /opt/venv")
 
 
-_PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 _SOURCE = re.compile(r"(ssm:/?[A-Za-z0-9_.\-/]{1,1011}|env:[A-Za-z_][A-Za-z0-9_]{0,127})")
 _INDEXES = (("--neuron-index-url", "NEURON_ENV_NEURON_INDEX_URL"),
             ("--pytorch-index-url", "NEURON_ENV_PYTORCH_INDEX_URL"))
-
-
-def _plain(flag: str, v: str) -> str:
-    """A value for one line of a script: no control characters (a newline would end the line,
-    or leave a YAML block); everything else is quoted where it is used."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in v):
-        raise UsageError(f"{flag} {v!r} contains a control character (newline, tab, ...)",
-                         hint="pass a value on one line, without control characters")
-    return v
-
-
-def _words(flag: str, v: str) -> list[str]:
-    """Extra arguments as the shell would split them ('a b' is one word), or a refusal."""
-    try:
-        return shlex.split(_plain(flag, v))
-    except ValueError as e:
-        raise UsageError(f"{flag} {v!r} cannot be split into arguments ({e})",
-                         hint="balance the quotes, e.g. --doctor-args \"--skip 'a b'\"") from None
 
 
 def refuse_credentials(o: BootstrapOptions) -> None:
@@ -92,7 +84,12 @@ def refuse_credentials(o: BootstrapOptions) -> None:
 def _has_userinfo(url: str) -> bool:
     from neuron_env.util.redact import text
 
-    return text(url) != url or "@" in urlsplit(url).netloc
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError as e:  # "http://[::1" and the like
+        raise UsageError(f"index URL {url!r} is not a URL ({e})",
+                         hint="e.g. https://mirror.example.com/simple") from None
+    return text(url) != url or "@" in netloc
 
 
 def _index_sources(o: BootstrapOptions) -> list[tuple[str, str | None, str | None]]:
@@ -105,23 +102,14 @@ def _index_sources(o: BootstrapOptions) -> list[tuple[str, str | None, str | Non
         if src and not _SOURCE.fullmatch(src):
             raise UsageError(f"{flag}-from {src!r} is not ssm:/NAME or env:VAR",
                              hint=f"e.g. {flag}-from ssm:/neuron/index-url")
-        out.append((var, _plain(flag, url) if url else None, src))
+        out.append((var, url or None, src))
     return out
-
-
-def _fill(template: str, subs: dict[str, str]) -> str:
-    """Every @@NAME@@ replaced in ONE pass: a value that holds @@X@@ stays as it is."""
-    text = (TEMPLATES / template).read_text()
-
-    def one(mt: re.Match) -> str:
-        return subs[mt.group(1)]
-    return _PLACEHOLDER.sub(one, text)
 
 
 def userdata(o: BootstrapOptions) -> str:
     _check(o)
     refuse_credentials(o)
-    q = shlex.quote
+    q = render.sh
     settings, lookups = [], []
     for var, url, src in _index_sources(o):
         if url:
@@ -132,12 +120,12 @@ def userdata(o: BootstrapOptions) -> str:
             "TORCH": o.torch, "BACKEND": o.backend, "PYTHON": o.python, "LOG_DIR": o.log_dir,
             "STATE_DIR": o.state_dir, "SMOKE": "1" if o.smoke else "0",
             "RETRIES": str(o.retries)}
-    subs = {k: q(_plain(f"--{k.lower()}", v)) for k, v in subs.items()}
-    subs["DOCTOR_ARGS"] = " ".join(q(w) for w in _words("--doctor-args", o.doctor_args))
-    subs["INSTALL_ARGS"] = " ".join(q(w) for w in _words("--install-args", o.install_args))
+    subs = {k: q(v) for k, v in subs.items()}
+    subs["DOCTOR_ARGS"] = render.sh_join(render.words("--doctor-args", o.doctor_args))
+    subs["INSTALL_ARGS"] = render.sh_join(render.words("--install-args", o.install_args))
     subs["INDEX_SETTINGS"] = "\n".join(settings)
     subs["INDEX_LOOKUPS"] = "\n".join(lookups)
-    return _fill("user-data.sh", subs)
+    return render.fill(TEMPLATES / "user-data.sh", subs)
 
 
 def component(o: BootstrapOptions) -> str:
@@ -145,15 +133,12 @@ def component(o: BootstrapOptions) -> str:
     target instance type: the build instance is often another), test runs doctor --smoke."""
     _check(o)
     refuse_credentials(o)
-    q = shlex.quote
-    for flag, v in (("--source", o.source), ("--venv", o.venv), ("--tool-venv", o.tool_venv),
-                    ("--python", o.python), ("--log-dir", o.log_dir),
-                    ("--instance-type", o.instance_type or "")):
-        _plain(flag, v)
+    q = render.sh
     env = "".join(_component_export(var, url, src) + "\n              "
                   for var, url, src in _index_sources(o) if url or src)
-    src = (f"--no-index --find-links {q(o.source)} neuron-env" if o.source.startswith("/")
-           else q(o.source))
+    # options end with --: a source is never taken for an option
+    src = (f"--no-index --find-links {q(o.source)} -- neuron-env" if o.source.startswith("/")
+           else f"-- {q(o.source)}")
     torch = f" --torch {q(o.torch)}" if o.torch else ""
     assume = f" --instance-type {q(o.instance_type)}" if o.instance_type else ""
     ne = f"{o.tool_venv}/bin/neuron-env"
@@ -162,11 +147,11 @@ def component(o: BootstrapOptions) -> str:
             "TOOL_VENV": q(o.tool_venv), "SOURCE": src, "NE": q(ne), "VENV": q(o.venv),
             "BACKEND": q(o.backend), "TORCH": torch, "TARGET_PY": q(py), "ASSUME": assume,
             "LOG_DIR": q(o.log_dir)}
-    return _fill("imagebuilder.yaml", subs)
+    return render.fill(TEMPLATES / "imagebuilder.yaml", subs)
 
 
 def _component_export(var: str, url: str | None, src: str | None) -> str:
-    q = shlex.quote
+    q = render.sh
     if url:
         return f"export {var}={q(url)}"
     if src.startswith("ssm:"):

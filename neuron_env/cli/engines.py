@@ -8,15 +8,9 @@ NEURON_ENV = "/opt/neuron-env/bin/neuron-env"
 
 
 def _args(value: str) -> list[str]:
-    import shlex
+    from neuron_env.util.render import words
 
-    from neuron_env.errors import UsageError
-    from neuron_env.fleet.k8s import plain
-
-    try:
-        return shlex.split(plain("--doctor-args", value or ""))
-    except ValueError as e:
-        raise UsageError(f"--doctor-args {value!r}: {e}") from None
+    return words("--doctor-args", value or "")
 
 
 @app.command("slurm-healthcheck")

@@ -33,16 +33,11 @@ def doctor(
 ) -> None:
     """Run `neuron-env doctor --format json` on instances through SSM and aggregate."""
     def produce():
-        import shlex
-
         from neuron_env.commands.fleet import fleet_doctor
-        from neuron_env.errors import UsageError
         from neuron_env.fleet.ssm import FleetOptions
+        from neuron_env.util.render import words
 
-        try:
-            extra = shlex.split(doctor_args)
-        except ValueError as e:
-            raise UsageError(f"--doctor-args {doctor_args!r}: {e}") from None
+        extra = words("--doctor-args", doctor_args)
         return fleet_doctor(FleetOptions(
             targets=targets, max_concurrency=max_concurrency, max_errors=max_errors,
             s3_bucket=s3_bucket, s3_prefix=s3_prefix, timeout=timeout, doctor_args=extra,

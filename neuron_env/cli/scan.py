@@ -28,6 +28,9 @@ def scan(
     list_rules: bool = typer.Option(False, "--list-rules", help="Print the rules and exit."),
     jobs: int = typer.Option(None, "--jobs", "-j", help="Processes (default: 1 for small "
                              "trees, the CPU count for big ones)."),
+    output: str = typer.Option(None, "--output", "-o", metavar="PATH", help="Write the "
+                               "report to PATH instead of stdout (a symbolic link there is "
+                               "refused). End the options with -- before file names."),
 ) -> None:
     """Find what blocks the neuron device in source.
 
@@ -44,10 +47,12 @@ def scan(
                              hint="choose one")
         if list_rules:
             return cmd.list_rules(matrix, split(select), split(ignore), fmt)
-        return cmd.run(paths or [], matrix=matrix, select=split(select), ignore=split(ignore),
-                       fail_on=fail_on.value, exit_zero=exit_zero,
-                       mode="diff" if diff else "fix" if fix else "report", jobs=jobs,
-                       fmt=fmt, progress=cmd.terminal_progress if sys.stderr.isatty() else None)
+        doc = cmd.run(paths or [], matrix=matrix, select=split(select), ignore=split(ignore),
+                      fail_on=fail_on.value, exit_zero=exit_zero,
+                      mode="diff" if diff else "fix" if fix else "report", jobs=jobs,
+                      fmt=fmt, progress=cmd.terminal_progress if sys.stderr.isatty() else None)
+        return cmd.to_file(doc, output, fmt) if output else doc
 
-    # SARIF is a view of the scan Document (rendered by its own view), errors speak text
-    emit(produce, "json" if fmt == "json" else "text", cmd.SCHEMA)
+    # SARIF is a view of the scan Document (rendered by its own view), errors speak text;
+    # with --output stdout carries nothing (the report is in the file, an error on stderr)
+    emit(produce, "json" if fmt == "json" and not output else "text", cmd.SCHEMA)

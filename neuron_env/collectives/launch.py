@@ -4,10 +4,11 @@ launcher's environment (torchrun: RANK/WORLD_SIZE/MASTER_ADDR...; srun: SLURM_PR
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Sequence
 
 from neuron_env.collectives.options import CollectivesOptions, human_sizes
 from neuron_env.errors import UsageError
+from neuron_env.util.render import sh_join, values
 
 KINDS = ("torchrun", "srun")
 RDZV_PORT = 29500
@@ -16,8 +17,11 @@ COMM_ID_PORT = 62182  # NEURON_RT_ROOT_COMM_ID: the Neuron runtime's root commun
 EFA_ENV = (("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("FI_EFA_FORK_SAFE", "1"))
 
 
-def rank_command(neuron_env: str, python: str | None, o: CollectivesOptions) -> list[str]:
-    argv = [neuron_env, "collectives", "--launched", "--device", o.device,
+def rank_command(neuron_env: str | Sequence[str], python: str | None,
+                 o: CollectivesOptions) -> list[str]:
+    """neuron_env: its path, or the argv that runs it (`python -m neuron_env`)."""
+    head = [neuron_env] if isinstance(neuron_env, str) else list(neuron_env)
+    argv = [*head, "collectives", "--launched", "--device", o.device,
             "--ops", ",".join(o.ops), "--sizes", human_sizes(o.sizes), "--dtype", o.dtype,
             "--iterations", str(o.iterations), "--timeout", f"{o.timeout:g}"]
     if python:
@@ -27,14 +31,17 @@ def rank_command(neuron_env: str, python: str | None, o: CollectivesOptions) -> 
     return argv
 
 
-def render(kind: str, neuron_env: str, python: str | None, o: CollectivesOptions, nodes: int,
-           nproc: int | None) -> str:
+def render(kind: str, neuron_env: str | Sequence[str], python: str | None,
+           o: CollectivesOptions, nodes: int, nproc: int | None) -> str:
     if kind not in KINDS:
         raise UsageError(f"--print-launch {kind!r}: expected one of {', '.join(KINDS)}")
     if nodes < 1:
         raise UsageError(f"--nodes {nodes}: expected at least 1")
+    values((("--python", python),
+            *(("neuron-env", w) for w in ([neuron_env] if isinstance(neuron_env, str)
+                                          else neuron_env))))
     per_node = str(nproc) if nproc else "${NPROC_PER_NODE:?one rank per logical NeuronCore}"
-    cmd = " ".join(shlex.quote(a) for a in rank_command(neuron_env, python, o))
+    cmd = sh_join(rank_command(neuron_env, python, o))  # the one quoting (trial's too)
     return (_torchrun if kind == "torchrun" else _srun)(cmd, nodes, per_node)
 
 
@@ -52,7 +59,7 @@ def _torchrun(cmd: str, nodes: int, per_node: str) -> str:
         *_exports(head),
         f"torchrun --nnodes={nodes} --nproc-per-node={per_node} --rdzv-backend=c10d "
         f"--rdzv-endpoint={head}:{RDZV_PORT} --rdzv-id=neuron-env-collectives --no-python "
-        f"{cmd}", ""])
+        f"-- {cmd}", ""])  # the launchers' options end with --
 
 
 def _srun(cmd: str, nodes: int, per_node: str) -> str:
@@ -65,4 +72,4 @@ def _srun(cmd: str, nodes: int, per_node: str) -> str:
         'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         f"export MASTER_ADDR MASTER_PORT={RDZV_PORT}",
         *_exports("$MASTER_ADDR"),
-        f"srun --kill-on-bad-exit=1 {cmd}", ""])
+        f"srun --kill-on-bad-exit=1 -- {cmd}", ""])

@@ -76,7 +76,10 @@ def text_view(rep: Report, verbose: bool = False, colour: bool = False) -> str:
 def launch_doc(kind: str, python: str | None, o: CollectivesOptions, nodes: int,
                nproc: int | None) -> Document:
     validate(o)
-    me = shutil.which("neuron-env") or f"{sys.executable} -m neuron_env"
+    from neuron_env.target.launch import module_argv
+
+    found = shutil.which("neuron-env")  # else this interpreter: words, each quoted
+    me = (found,) if found else module_argv(sys.executable, "neuron_env")
     script = launch.render(kind, me, python, o, nodes, nproc)
     return Document(envelope("neuron-env.collectives-launch/1", 0, launcher=kind,
                              nodes=nodes, script=script), lambda b: b["script"])

@@ -63,6 +63,22 @@ def run(paths: list[str], *, matrix: str | None = None, select: Sequence[str] = 
     return Document(body, view, raw_ok="\r\x0c" if view is views.diff else "")
 
 
+def to_file(doc: Document, path: str, fmt: str) -> Document:
+    """`--output PATH`: the report (in --format) written through the one safe writer
+    (util/atomic.write_output: a symbolic link, as one committed in the scanned repository,
+    is refused, never written through; exit 2), and nothing on stdout; the exit code stays
+    the scan's."""
+    from neuron_env.errors import ConfigurationError
+    from neuron_env.report.render import render
+    from neuron_env.util.atomic import write_output
+
+    try:
+        write_output(path, render(doc, "json" if fmt == "json" else "text"))
+    except OSError as e:
+        raise ConfigurationError(f"--output {path}: cannot write: {e.strerror or e}") from None
+    return Document(doc.body, lambda body: "")
+
+
 def apply_fixes(changed: list[dict]) -> dict[str, Any]:
     """Write each rewritten file atomically, in place of the REAL file (through a symlink the
     target is fixed and the link kept), with its owner, group and mode; a file that changed

@@ -5,12 +5,11 @@ conditions. Pure: returns the manifests; `to_yaml` renders them."""
 from __future__ import annotations
 
 import json
-import shlex
-import unicodedata
 from typing import Any
 
 from neuron_env.errors import UsageError
-from neuron_env.fleet.slurm import fill
+from neuron_env.fleet.slurm import TEMPLATES
+from neuron_env.util import render
 
 NAME = "neuron-env-npd"
 LABEL = "neuron.amazonaws.com/present"
@@ -78,16 +77,16 @@ def _pod(image: str) -> dict[str, Any]:
 def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
               neuron_env: str = "/opt/neuron-env/bin/neuron-env", interval: int = 300,
               timeout: int = 60, doctor_args: list[str] | None = None) -> list[dict[str, Any]]:
+    render.values((("--namespace", namespace), ("--image", image), ("--neuron-env", neuron_env),
+                   *(("--doctor-args", a) for a in doctor_args or [])))
     if not neuron_env.startswith("/") or any(c.isspace() for c in neuron_env):
         raise UsageError(f"--neuron-env {neuron_env!r}: an absolute path on the node",
                          hint="e.g. /opt/neuron-env/bin/neuron-env")
     if interval < 10 or not 5 <= timeout <= interval:
         raise UsageError("--interval must be >= 10 s and --timeout 5..interval s")
-    for flag, v in (("--namespace", namespace), ("--image", image), ("--neuron-env", neuron_env),
-                    *(("--doctor-args", a) for a in doctor_args or [])):
-        plain(flag, v)
-    args = "".join(" " + shlex.quote(a) for a in doctor_args or [])
-    script = fill("npd-check.sh", {"NEURON_ENV": shlex.quote(neuron_env), "DOCTOR_ARGS": args})
+    args = "".join(" " + render.sh(a) for a in doctor_args or [])
+    script = render.fill(TEMPLATES / "npd-check.sh", {"NEURON_ENV": render.sh(neuron_env),
+                                                      "DOCTOR_ARGS": args})
     labels = {"app.kubernetes.io/name": NAME}
     config = {"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": NAME, "namespace": namespace, "labels": labels},
@@ -99,15 +98,6 @@ def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
           "spec": {"selector": {"matchLabels": labels},
                    "template": {"metadata": {"labels": labels}, "spec": _pod(image)}}}
     return [*_rbac(namespace), config, ds]
-
-
-def plain(flag: str, v: str) -> str:
-    """A value that goes into a manifest and a script line: no control character (a CR or a
-    newline would end a line of the script and of a YAML block), as `userdata` refuses them."""
-    if any(unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in v):
-        raise UsageError(f"{flag} {v!r} contains a control character (CR, newline, tab, ...)",
-                         hint="pass values on one line, without control characters")
-    return v
 
 
 def to_yaml(docs: list[dict[str, Any]]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import socket
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from neuron_env import __version__
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Report, Result
 from neuron_env.report.verdict import reason, verdict
+from neuron_env.util import render
 
 TEMPLATES = Path(__file__).parent / "templates"
 OURS = "neuron-env"  # every reason we set starts with this: we resume only our own drains
@@ -66,33 +66,32 @@ def _with(report: Report, res: Result) -> Report:
     return replace(report, results=(*report.results, res))
 
 
-def fill(name: str, subs: dict[str, str]) -> str:
-    text = (TEMPLATES / name).read_text()
-    for k, v in subs.items():
-        text = text.replace(f"@@{k}@@", v)
-    return text
-
-
 def render_script(neuron_env: str, timeout: int, doctor_args: list[str]) -> str:
+    """The health-check script: every value checked and shell-quoted, filled in one pass
+    (util/render.py): a value holding `@@DOCTOR_ARGS@@` stays literal text."""
     if not 5 <= timeout <= 54:
         raise UsageError(f"--timeout {timeout}: Slurm kills a health check after 60 s; use "
                          "5..54", hint="e.g. --timeout 45")
-    if not neuron_env.startswith("/") or any(c in neuron_env for c in '$`\\"\n '):
-        raise UsageError(f"--neuron-env {neuron_env!r}: give an absolute path without spaces "
-                         "or shell characters", hint="e.g. /opt/neuron-env/bin/neuron-env")
+    render.values((("--neuron-env", neuron_env), *(("--doctor-args", a) for a in doctor_args)))
+    if not neuron_env.startswith("/"):
+        raise UsageError(f"--neuron-env {neuron_env!r}: give an absolute path",
+                         hint="e.g. /opt/neuron-env/bin/neuron-env")
     bad = [a for a in doctor_args if a in ("--format", "--slurm-drain") or
            a.startswith("--format=")]
     if bad:
         raise UsageError(f"--doctor-args: {bad[0]} is set by the script itself")
-    args = "".join(" " + shlex.quote(a) for a in doctor_args)
-    return fill("healthcheck.sh", {"VERSION": __version__, "NEURON_ENV": neuron_env,
-                                    "TIMEOUT": str(timeout), "DOCTOR_ARGS": args})
+    args = "".join(" " + render.sh(a) for a in doctor_args)
+    return render.fill(TEMPLATES / "healthcheck.sh", {
+        "VERSION": __version__, "NEURON_ENV": render.sh(neuron_env), "TIMEOUT": str(timeout),
+        "DOCTOR_ARGS": args})
 
 
 def render_conf(path: str, interval: int, prolog: bool) -> str:
+    render.value("--path", path)
     if not path.startswith("/") or any(c.isspace() for c in path):
         raise UsageError(f"--path {path!r}: an absolute path without spaces")
     if interval < 10:
         raise UsageError(f"--interval {interval}: at least 10 seconds")
-    return fill("slurm.conf.snippet", {"PATH": path, "INTERVAL": str(interval),
-                                        "PROLOG": "" if prolog else "#"})
+    return render.fill(TEMPLATES / "slurm.conf.snippet", {
+        "PATH": path, "PATH_SH": render.sh(path), "INTERVAL": str(interval),
+        "PROLOG": "" if prolog else "#"})

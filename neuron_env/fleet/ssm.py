@@ -5,7 +5,6 @@ else the first 24,000 characters SSM keeps of stdout) and returns aggregate.Entr
 from __future__ import annotations
 
 import re
-import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,7 +70,10 @@ def remote_command(o: FleetOptions) -> str:
     if any(a == "--format" or a.startswith("--format=") for a in o.doctor_args):
         raise UsageError("--doctor-args: --format is set by fleet doctor (json)",
                          hint="drop --format from --doctor-args")
-    return shlex.join([o.neuron_env, "doctor", "--format", "json", *o.doctor_args])
+    from neuron_env.util import render
+
+    render.values((("--neuron-env", o.neuron_env), *(("--doctor-args", a) for a in o.doctor_args)))
+    return render.sh_join([o.neuron_env, "doctor", "--format", "json", *o.doctor_args])
 
 
 def send_args(o: FleetOptions, target_args: dict[str, Any]) -> dict[str, Any]:

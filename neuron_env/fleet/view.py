@@ -6,11 +6,14 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from neuron_env.fleet.aggregate import OK, VERDICTS
+from neuron_env.util.text import field as f1
 
 SHOWN = 50  # instances listed in text; JSON has them all
 
 
 def text(body: dict[str, Any]) -> str:
+    """Every value a node reported (its id, a check's id and summary, a version) goes through
+    util.text.field: one line each, whatever it holds."""
     s = body["summary"]
     counts = ", ".join(f"{s[v]} {v}" for v in VERDICTS if s[v])
     src = body.get("source") or {}
@@ -19,20 +22,22 @@ def text(body: dict[str, Any]) -> str:
     bad = [r for r in body["instances"] if r["verdict"] not in OK]
     if bad:
         lines.append("\nnot passing:")
-        lines += [f"  {r['id']:<22} {r['verdict']:<11} {r['reason']}" for r in bad[:SHOWN]]
+        lines += [f"  {f1(r['id']):<22} {r['verdict']:<11} {f1(r['reason'])}"
+                  for r in bad[:SHOWN]]
         if len(bad) > SHOWN:
             lines.append(f"  … {len(bad) - SHOWN} more (see --format json)")
     if body["failing_checks"]:
         lines.append("\nfailing checks:")
-        lines += [f"  {f['id']:<22} {f['count']:>5} instance(s)  {f['summary']}"
+        lines += [f"  {f1(f['id']):<22} {f['count']:>5} instance(s)  {f1(f['summary'])}"
                   for f in body["failing_checks"][:SHOWN]]
     if body["truncated"]:
         lines.append(f"\n{len(body['truncated'])} report(s) truncated at 24,000 characters by "
                      "SSM: rerun with --s3-bucket B to read whole reports")
     for d in body["drift"]["drifting"]:
-        vers = ", ".join(f"{v} ×{n}" for v, n in body["drift"]["versions"][d["component"]].items())
-        lines.append(f"\ndrift: {d['component']}: {vers}; off {d['majority']}: "
-                     + ", ".join(d["instances"]) + ("…" if d["off_majority"] > len(
+        vers = ", ".join(f"{f1(v)} ×{n}"
+                         for v, n in body["drift"]["versions"][d["component"]].items())
+        lines.append(f"\ndrift: {f1(d['component'])}: {vers}; off {f1(d['majority'])}: "
+                     + ", ".join(map(f1, d["instances"])) + ("…" if d["off_majority"] > len(
                          d["instances"]) else ""))
     lines.append("\nverdict: " + ("FAIL" if body["exit_code"] else "PASS"))
     return "\n".join(lines) + "\n"

@@ -22,6 +22,9 @@ DISABLED_ENV = "AWS_EC2_METADATA_DISABLED"
 MAX_BODY = 4096
 _TYPE = INSTANCE_TYPE
 _ID = re.compile(r"^i-[0-9a-f]{8,17}$")
+# a token goes back in a header: visible ASCII only (a CR LF in it would forge a header, and
+# http.client refuses it with a ValueError)
+_TOKEN = re.compile(r"[\x21-\x7e]{1,256}")
 
 
 @record
@@ -68,7 +71,7 @@ def _request(url: str, method: str, path: str, headers: dict, deadline: float):
         return resp.status, body
     except TimeoutError:
         raise _Fail("timed out") from None
-    except (OSError, http.client.HTTPException) as e:
+    except (OSError, http.client.HTTPException, ValueError) as e:  # ValueError: a bad header
         if time.monotonic() >= deadline:
             raise _Fail("timed out") from None
         raise _Fail(f"{type(e).__name__}: {e}") from None
@@ -104,6 +107,9 @@ def query(path: str, budget: float = 1.0, check=_TYPE) -> IMDSAnswer:
                                 {"X-aws-ec2-metadata-token-ttl-seconds": "21600"}, deadline)
         if status == 200 and 0 < len(body) <= 256:
             token = body.decode("ascii", "replace").strip()
+            if not _TOKEN.fullmatch(token):
+                return IMDSAnswer(None, f"IMDS at {url}: the token is not valid (not one "
+                                  "word of visible ASCII)", "v2", time.monotonic() - start)
         elif status in (401, 403, 404, 405):
             version = "v1"  # IMDSv1-only endpoint (or a proxy that refuses PUT)
         else:

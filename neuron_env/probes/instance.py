@@ -38,7 +38,7 @@ def probe_instance(root: Root, flag: str | None, imds_budget: float = 1.0) -> In
     if imds.disabled():
         notes.append(f"IMDS disabled ({imds.DISABLED_ENV}=true)")
         return InstanceFacts(None, None, is_ec2=dmi.is_ec2, notes=tuple(notes), dmi=dmi)
-    ans = imds.query("instance-type", imds_budget)
+    ans = _ask_imds(imds_budget)
     if ans.value:
         if root.explicit:
             notes.append("from IMDS: this is the RUNNING host, not necessarily the image "
@@ -48,3 +48,15 @@ def probe_instance(root: Root, flag: str | None, imds_budget: float = 1.0) -> In
         return InstanceFacts(ans.value, "imds", is_ec2=True, notes=tuple(notes), dmi=dmi)
     notes.append(ans.error or "IMDS gave no answer")
     return InstanceFacts(None, None, is_ec2=dmi.is_ec2, notes=tuple(notes), dmi=dmi)
+
+
+def _ask_imds(budget: float) -> imds.IMDSAnswer:
+    """IMDS's answer, or an error one: whatever a hostile or broken endpoint does (a bad header,
+    a bad URL), it only means the instance type comes from elsewhere, never a crash."""
+    try:
+        return imds.query("instance-type", budget)
+    except Exception as e:  # a probe's fault is a note, never doctor's crash
+        from neuron_env.util.text import clean
+
+        return imds.IMDSAnswer(None, clean(f"IMDS could not be asked: {type(e).__name__}: {e}",
+                                           one_line=True)[:200])

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
-from neuron_env.util.text import escape_controls
+from neuron_env.util.text import escape_controls, field
 from neuron_env.util.wrap import CMD
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _fmt(v: object) -> str:
         return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items() if x is not None) or "-"
     if isinstance(v, list | tuple):
         return ", ".join(_fmt(x) for x in v) or "-"
-    return "-" if v is None else str(v)
+    return "-" if v is None else field(v)
 
 
 def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
@@ -71,7 +71,9 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
         worst = max(results, key=lambda r: RANK[r.status]).status
         lines.append(f"[{_mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
         for r in results:
-            lines.append(f"    {_mark(r.status, colour)} {r.summary}  ({r.id})")
+            # host strings (a version, a name) on their one line: a newline in them never
+            # forges another check's line (util.text.field)
+            lines.append(f"    {_mark(r.status, colour)} {field(r.summary)}  ({field(r.id)})")
             if r.status in ("fail", "warn", "error") or verbose:
                 if verbose and r.observed is not None:
                     lines.append(f"        observed: {_fmt(r.observed)}")
@@ -80,13 +82,14 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
                 if r.fix and r.status != "pass":
                     lines += _fix_lines(r, st.step_of(plan, r.id), first_of)
                 if r.docs and r.status != "pass":
-                    lines.append(f"        docs: {r.docs}")
+                    lines.append(f"        docs: {field(r.docs)}")
                 if verbose and r.details:
                     for k, v in r.details.items():
                         if k != "traceback":
-                            lines.append(f"        {k}: {_fmt(v)}")
+                            lines.append(f"        {field(k)}: {_fmt(v)}")
                 if r.status == "error" and r.details and r.details.get("traceback"):
-                    lines += ["        " + ln for ln in r.details["traceback"].splitlines()]
+                    lines += ["        " + field(ln)
+                              for ln in r.details["traceback"].splitlines()]
     s = report.summary
     parts = [f"{s[k]} {k}" for k in ("pass", "warn", "fail", "skip", "error") if s[k]]
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
@@ -131,12 +134,13 @@ def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[st
     from neuron_env.report import steps as st
 
     if step is None:  # prose only, or a command no step runs: said here, once
-        words = r.fix or ""
+        words = field(r.fix or "")
         if words in first_of:
             return [f"        fix: as for {first_of[words]}"]
         first_of[words] = r.id
         if r.fix_command and r.fix_command in words:
-            return [f"        fix: {st.prose(r) or 'run'}:", f"          {CMD}{r.fix_command}"]
+            return [f"        fix: {field(st.prose(r) or 'run')}:",
+                    f"          {CMD}{field(r.fix_command)}"]
         return [f"        fix: {words}"]
     return [f"        fix: next step {step} below"]
 

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from neuron_env.util.wrap import wrap_line
+from neuron_env.util.text import field as f1
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -19,18 +20,20 @@ def text(doc: dict[str, Any]) -> str:
     fixes = doc.get("fixes")
     if fixes:
         lines.append(f"fixed {fixes['applied']} finding(s) in {len(fixes['files'])} file(s):")
-        lines += [f"  {p}" for p in fixes["files"]]
-        lines += [f"  not fixed: {p['path']}: {p['reason']}" for p in fixes["refused"]]
+        lines += [f"  {f1(p)}" for p in fixes["files"]]
+        lines += [f"  not fixed: {f1(p['path'])}: {f1(p['reason'])}" for p in fixes["refused"]]
         lines.append("")
-    for path, group in groupby(doc["findings"], key=lambda f: f["path"]):
+    # every value from outside (a file name, a message quoting source) on its one line
+    for raw, group in groupby(doc["findings"], key=lambda f: f["path"]):
+        path = f1(raw)
         lines.append(path)
         for f in group:
             lines.append(f"  {path}:{f['line']}:{f['column']}: {f['severity']:<7} "
-                         f"{f['rule']}  {f['message']}")
-            lines.append(f"      -> {f['replacement']}" + ("  [fixable]" if f["fixable"]
-                                                           else ""))
+                         f"{f1(f['rule'])}  {f1(f['message'])}")
+            lines.append(f"      -> {f1(f['replacement'])}" + ("  [fixable]" if f["fixable"]
+                                                               else ""))
         lines.append("")
-    lines += [f"skipped {s['path']}: {s['reason']}" for s in doc["files"]["skipped"]]
+    lines += [f"skipped {f1(s['path'])}: {f1(s['reason'])}" for s in doc["files"]["skipped"]]
     lines.append(summary(doc))
     return "\n".join(lines) + "\n"
 
@@ -42,7 +45,7 @@ def summary(doc: dict[str, Any]) -> str:
     s = (f"{c['total']} finding(s) ({sev['error']} error, {sev['warning']} warning, "
          f"{sev['info']} info) in {with_findings} of {len(files['scanned'])} file(s), "
          f"{files['lines']} lines; {len(files['skipped'])} skipped; rules of Neuron "
-         f"{doc['matrix']['release']}.")
+         f"{f1(doc['matrix']['release'])}.")
     if c["fixable"] and not doc.get("fixes"):
         s += f" {c['fixable']} fixable: --diff to preview, --fix to apply."
     return s
@@ -53,14 +56,15 @@ def diff(doc: dict[str, Any]) -> str:
 
 
 def rules_text(doc: dict[str, Any]) -> str:
-    lines = [*wrap_line(f"scan rules of Neuron {doc['matrix']['release']} "
-                        f"({doc['matrix']['source']})", RULES_WIDTH), ""]
-    for r in doc["rules"]:
-        head = (f"{r['id']:<22} {r['severity']:<7} {r['summary']}"
+    m = doc["matrix"]
+    lines = [*wrap_line(f"scan rules of Neuron {f1(m['release'])} ({f1(m['source'])})",
+                        RULES_WIDTH), ""]
+    for r in doc["rules"]:  # a rules TOML (--matrix FILE) may come from anywhere
+        head = (f"{f1(r['id']):<22} {r['severity']:<7} {f1(r['summary'])}"
                 + ("  [fixable]" if r["fixable"] else ""))
         lines += wrap_line(head, RULES_WIDTH) if len(head) > RULES_WIDTH else [head]
-        lines += wrap_line(f"  -> {r['replacement']}", RULES_WIDTH)
-        lines.append(f"     {r['docs']}")  # a URL is never cut
+        lines += wrap_line(f"  -> {f1(r['replacement'])}", RULES_WIDTH)
+        lines.append(f"     {f1(r['docs'])}")  # a URL is never cut
     return "\n".join(lines) + "\n"
 
 

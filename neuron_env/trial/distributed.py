@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import tempfile
@@ -29,6 +28,7 @@ from neuron_env.report.model import Result
 from neuron_env.target import launch
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util import proc
+from neuron_env.util.render import Raw, sh_join, values
 
 STRATEGIES = ("ddp", "fsdp2")
 BACKENDS = {"neuron": "neuron", "cpu": "gloo", "cuda": "nccl"}
@@ -434,28 +434,30 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
     if kind not in ("torchrun", "srun"):
         raise UsageError(f"--print-launch {kind!r}: expected torchrun or srun")
     validate(o, d)
+    values((("--python", python), ("MODEL", o.model), ("--device", o.device)))
     rd = "${RUN_DIR:?a directory every node can read and write}"
-    ref = shlex.join([python, launch.script_path("trial_dist.py"),
-                      json.dumps(payload(o, d, "@RUN_DIR@", "reference"))]).replace(
+    ref = sh_join([python, launch.script_path("trial_dist.py"),
+                   json.dumps(payload(o, d, "@RUN_DIR@", "reference"))]).replace(
         "@RUN_DIR@", "'\"${RUN_DIR}\"'")
-    rank = shlex.join([launch.script_path("trial_dist.py"),
-                       json.dumps(payload(o, d, "@RUN_DIR@", "rank"))]).replace(
+    rank = sh_join([launch.script_path("trial_dist.py"),
+                    json.dumps(payload(o, d, "@RUN_DIR@", "rank"))]).replace(
         "@RUN_DIR@", "'\"${RUN_DIR}\"'")
     efa = [f"export {k}={v}" for k, v in EFA_ENV]
     head = [f"# neuron-env trial {o.model} --world-size {d.world_size} --strategy {d.strategy}"
             f" on {d.nnodes} node(s)", f": {rd}",
             "# 1. once, on one node: the one-process reference (the whole batch)", ref]
     tail = ["# 3. anywhere that reads $RUN_DIR: the verdict (each rank left rank<R>.json)",
-            f"neuron-env trial {shlex.quote(o.model)} --world-size {d.world_size} --strategy "
-            f"{d.strategy} --nnodes {d.nnodes} --device {o.device} --collect \"$RUN_DIR\"", ""]
+            sh_join(["neuron-env", "trial", o.model, "--world-size", str(d.world_size),
+                     "--strategy", d.strategy, "--nnodes", str(d.nnodes), "--device", o.device,
+                     "--collect", Raw('"$RUN_DIR"')]), ""]
     if kind == "torchrun":
         hd = "${HEAD_ADDR:?the address of the first node}"
-        line = shlex.join(launch.module_argv(python, TORCHRUN, *agent_args(
+        line = sh_join(launch.module_argv(python, TORCHRUN, *agent_args(
             d, "@HEAD@", "neuron-env-trial"))).replace(
             "@HEAD@", f"{hd}:{RDZV_PORT}")
         return "\n".join([*head, "# 2. on each node (the same line; c10d assigns the ranks)",
                           f"export NEURON_RT_ROOT_COMM_ID={hd}:{COMM_ID_PORT}", *efa,
-                          f"{line} {rank}", *tail])
+                          f"{line} -- {rank}", *tail])
     return "\n".join(["#!/bin/bash", f"#SBATCH --nodes={d.nnodes}",
                       f"#SBATCH --ntasks-per-node={d.world_size // d.nnodes}",
                       "#SBATCH --exclusive", *head[1:],
@@ -463,4 +465,4 @@ def launch_script(kind: str, python: str, o: TrialOptions, d: DistOptions) -> st
                       '| head -n 1)', f"export MASTER_PORT={RDZV_PORT}",
                       f"export NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:{COMM_ID_PORT}", *efa,
                       "# 2. every rank (the rank script reads SLURM_PROCID/SLURM_NTASKS)",
-                      f"srun --kill-on-bad-exit=1 {python} {rank}", *tail])
+                      f"srun --kill-on-bad-exit=1 -- {sh_join([python])} {rank}", *tail])

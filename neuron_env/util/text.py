@@ -48,6 +48,13 @@ def clean(s: object, keep_sgr: bool = False, one_line: bool = False, raw_ok: str
     return "".join(p if i % 2 else rx.sub(esc, p) for i, p in enumerate(re.split(_SGR, text)))
 
 
+def field(s: object) -> str:
+    """One value inside a line of a text view (a file name, a reason, a node name): EVERY
+    control character escaped, newline and tab too, so a value never forges another line.
+    Every text view puts outside values through this (scan, fleet)."""
+    return clean(s, one_line=True)
+
+
 def escape_controls(s: str, keep_sgr: bool = False) -> str:
     """The old name of `clean` (host probes use it)."""
     return clean(s, keep_sgr=keep_sgr)

@@ -62,7 +62,7 @@ build {
     execute_command = "sudo -E bash -euo pipefail '{{ .Path }}'"
     inline = [
       "python3 -m venv /opt/neuron-env",
-      "/opt/neuron-env/bin/python -m pip install --quiet --disable-pip-version-check '${var.neuron_env_source}'",
+      "/opt/neuron-env/bin/python -m pip install --quiet --disable-pip-version-check -- '${var.neuron_env_source}'",
       "mkdir -p /var/log/neuron-env",
       "/opt/neuron-env/bin/neuron-env install --yes --venv /opt/neuron-venv --python python3 --torch ${var.torch} --format json > /var/log/neuron-env/install.json",
     ]

@@ -47,7 +47,8 @@ class _Loopback:
 
 class IMDS(_Loopback):
     """IMDSv2 on 127.0.0.1. mode: ok, v1only (401 on token), 404, garbage, huge, hang, slow,
-    trickle (every answer, the token's too, one byte every 0.3 s: no single recv times out)."""
+    trickle (every answer, the token's too, one byte every 0.3 s: no single recv times out),
+    crlf-token (a token holding CR LF and a forged header: not a valid header value)."""
 
     def __init__(self, mode: str = "ok", instance_type: str = "trn2.48xlarge",
                  delay: float = 0.0, instance_id: str = "i-0123456789abcdef0") -> None:
@@ -83,6 +84,8 @@ class IMDS(_Loopback):
                     return self._send(401, b"")
                 if outer.mode == "trickle":
                     return self._trickle(b"AQAEAtoken==")
+                if outer.mode == "crlf-token":
+                    return self._send(200, b"AQAE\r\nX-Evil: 1\r\nAtoken==")
                 if self.path != "/latest/api/token" or \
                         "X-aws-ec2-metadata-token-ttl-seconds" not in self.headers:
                     return self._send(400, b"")

@@ -46,7 +46,8 @@ def _calls(record: Path) -> list[list[str]]:
     return [json.loads(x) for x in record.read_text().splitlines()] if record.exists() else []
 
 
-@pytest.mark.parametrize("source", ["x@@VENV@@", "'@@VENV@@", "@@ENV@@", "a'b"])
+@pytest.mark.parametrize("source", ["x@@VENV@@", "'@@VENV@@", "@@ENV@@", "a'b",
+                                    "--index-url=https://evil.example/simple"])
 def test_component_values_never_become_commands(tmp_path, source):
     tool = _tool(tmp_path)
     venv = "/opt/v;touch PWNED;'$(touch PWNED2)'"
@@ -65,9 +66,21 @@ def test_component_values_never_become_commands(tmp_path, source):
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
     calls = _calls(record)
     pip = next(c for c in calls if c[:2] == ["-m", "pip"])
-    assert pip[-1] == source  # the literal value, placeholder text and all
+    assert pip[-2:] == ["--", source]  # the literal value, never an option
     inst = next(c for c in calls if c[:1] == ["install"])
     assert inst[inst.index("--venv") + 1] == venv
+
+
+def test_userdata_source_is_never_an_option(tmp_path):
+    """pip gets the source after `--`: `--source --index-url=...` is a requirement pip refuses,
+    never an index it would use."""
+    tool = _tool(tmp_path)
+    (tool / "bin" / "neuron-env").unlink()  # not installed yet: install_self runs pip
+    source = "--index-url=https://evil.example/simple"
+    _run_userdata(tmp_path, BootstrapOptions(source=source, tool_venv=str(tool)),
+                  NEURON_ENV_RETRIES="1")
+    pip = next(c for c in _calls(tmp_path / "record") if c[:2] == ["-m", "pip"])
+    assert pip[-2:] == ["--", source], pip
 
 
 def _run_userdata(tmp_path, opts: BootstrapOptions, **env) -> subprocess.CompletedProcess:

@@ -219,6 +219,20 @@ def test_imds_hang_keeps_doctor_fast(tmp_path, py312_env):
     assert by_id(doc)["instance.type"]["status"] == "warn"
 
 
+def test_imds_token_with_crlf_is_a_missing_answer_not_a_crash(tmp_path, py312_env):
+    """A token holding CR LF (a header it would forge) only means the type comes from
+    elsewhere: doctor does not crash (it did: exit 3, a traceback)."""
+    root = roots.make_root(tmp_path / "r", os="ubuntu-26.04", vendor=None)
+    with IMDS("crlf-token") as srv:
+        env = cli_env(AWS_EC2_METADATA_DISABLED=None, AWS_EC2_METADATA_SERVICE_ENDPOINT=srv.url)
+        doc, _ = doctor_json("--root", str(root), "--python", py312_env, "--only", "instance",
+                             env=env)
+        assert all("X-Evil" not in str(h) for _, _, h in srv.requests)
+    inst = doc["target"]["instance"]
+    assert inst["type"] is None and any("token is not valid" in n for n in inst["notes"])
+    assert by_id(doc)["instance.type"]["status"] == "warn"
+
+
 # -- configuration errors: exit 2, JSON stays JSON -------------------------------------------------
 @pytest.mark.parametrize("args, words", [
     (["--root", "/nonexistent-root"], "--root /nonexistent-root"),

@@ -114,7 +114,7 @@ def test_imdsv2_token_then_get(no_dmi_root, monkeypatch):
 
 @pytest.mark.parametrize("mode, words", [
     ("404", "HTTP 404"), ("garbage", "not valid"), ("huge", "over 4096 bytes"),
-    ("hang", "timed out"),
+    ("hang", "timed out"), ("crlf-token", "token is not valid"),
 ])
 def test_imds_faults_are_bounded(no_dmi_root, monkeypatch, mode, words):
     with IMDS(mode) as srv:
@@ -157,6 +157,16 @@ def test_imds_refused_and_disabled(no_dmi_root, monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "ftp://nope")
     assert "bad IMDS endpoint" in " ".join(probe_instance(no_dmi_root, None).notes)
     assert imds.endpoint() == "ftp://nope"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/", "http://127.0.0.1:abc/",
+                                 "http://[::1/"])
+def test_imds_bad_endpoint_url_is_a_note_not_a_crash(no_dmi_root, monkeypatch, url):
+    """Whatever the endpoint is, a fault asking IMDS means only that the type comes from
+    elsewhere (an out-of-range port raised ValueError through doctor: exit 3)."""
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url)
+    f = probe_instance(no_dmi_root, None)
+    assert f.type is None and "IMDS" in " ".join(f.notes), f.notes
 
 
 # -- the target interpreter ----------------------------------------------------------------------

@@ -209,3 +209,21 @@ def test_sarif_with_a_non_utf8_file_name(tmp_path):
         q = scan(".", "--format", fmt, cwd=tmp_path)
         assert q.returncode == 1 and q.stdout, q.stderr
         q.stdout.decode("utf-8")  # valid UTF-8 whatever the name
+
+
+def test_text_view_escapes_every_control_character_in_file_names(tmp_path):
+    """A file name with a newline forged whole finding lines in the text view (U+2028 was
+    already escaped, LF and ESC were not): every control character is shown as an escape, in
+    the findings, the skipped files and the fixed files."""
+    forged = "  ok.py:1:1: error   forged.rule  all clear"
+    (tmp_path / f"a\n{forged}\n.py").write_text(XLA)
+    (tmp_path / "b\x1b[2J\x1b]0;pwned\x07.py").write_text(XLA)
+    (tmp_path / "c\r\u2028.sh").write_bytes(b"\xff\xfe\x00 not text")
+    for args in (["."], ["--fix", "."]):
+        p = scan(*args, cwd=tmp_path)
+        out = p.stdout.decode("utf-8", "surrogateescape")
+        assert p.returncode in (0, 1), p.stderr
+        assert not any(ln.startswith("  ok.py") for ln in out.splitlines()), out
+        assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+        assert "a\\x0a" in out and "b\\x1b[2J\\x1b]0;pwned\\x07.py" in out
+        assert out.count("\n") == len(out.splitlines())

@@ -123,3 +123,20 @@ def test_rendered_script_times_out_and_drains(cluster, tmp_path):
     assert p.returncode == 124 and "timed out after 5s" in p.stdout
     assert cluster.wait_for("drain") == "drain" and "timed out" in cluster.reason()
     cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")
+
+
+def test_rendered_script_drains_a_crashing_doctor(cluster, tmp_path):
+    """Exit 3 that did not pass through doctor's drain step (a crash) drains the node: it
+    was taken for 'already drained' and left a broken node in service."""
+    fake = tmp_path / "neuron-env"
+    fake.write_text("#!/bin/sh\necho 'internal error: Traceback' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    from neuron_env.fleet.slurm import render_script
+
+    script = render_script(str(fake), 5, [])
+    head, _, rest = script.partition("\n")
+    p = cluster.run("bash", "-c", f"{head}\nexport SLURM_CONF={cluster.conf}\n{rest}",
+                    timeout=60)
+    assert p.returncode == 3 and "exit 3" in p.stdout
+    assert cluster.wait_for("drain") == "drain" and "exit 3" in cluster.reason()
+    cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")

@@ -68,6 +68,20 @@ def test_fleet_report_escapes_a_nodes_control_characters(tmp_path):
     assert json.loads(js.stdout)["summary"]["instances"] == 2  # JSON escapes by itself
 
 
+def test_fleet_text_view_keeps_each_value_on_its_line(tmp_path):
+    """A node's instance id, check id and summary holding a newline forged whole lines of the
+    text view (a passing instance, a clean verdict): every control character is escaped."""
+    d = tmp_path / "reports"
+    d.mkdir()
+    forged = "\n  i-0fake                 pass        all good\nverdict: PASS"
+    (d / "a.json").write_text(json.dumps(_doctor_report("i-0aaa" + forged, "bad" + forged)))
+    text = run_cli("fleet", "report", str(d))
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    assert "verdict: PASS" not in lines and not any(ln.startswith("  i-0fake") for ln in lines)
+    assert lines[-1] == "verdict: FAIL" and "\\x0a" in text.stdout
+
+
 def _hostile_root(tmp_path: Path) -> Path:
     """A trn2 whose driver version, dpkg Version: fields and a dist's METADATA carry escapes."""
     pk = dict(roots.DPKG_NEURON_233)
@@ -97,6 +111,19 @@ def test_doctor_formats_escape_host_strings(tmp_path, fmt):
         ET.fromstring(p.stdout.encode())
     elif fmt in ("nhc", "npd"):
         assert p.stdout.count("\n") == 1 and "\\x1b]0;pwn" in p.stdout
+
+
+def test_doctor_text_keeps_each_host_string_on_its_line(tmp_path):
+    """A dpkg Version: holding a newline forged a passing check line in doctor's text view."""
+    pk = dict(roots.DPKG_NEURON_233)
+    forged = "\n    ✓ everything checked  (forged.ok)\n\nOK: 9 pass (exit 0)"
+    pk["aws-neuronx-dkms"] = "2.31.7.0" + forged
+    root = roots.trn2_host(tmp_path / "root", driver="2.31.7.0" + forged, packages=pk)
+    p = run_cli("doctor", "--root", str(root), "--only", "os,instance,driver", "-v")
+    assert p.returncode == 1, p.stderr
+    lines = p.stdout.splitlines()
+    assert not any(ln.lstrip().startswith("✓ everything checked") for ln in lines), p.stdout
+    assert "OK: 9 pass (exit 0)" not in lines
 
 
 def test_dist_metadata_version_is_escaped(tmp_path):

@@ -153,9 +153,9 @@ install_self() {
     fi
     local pip=("$NEURON_ENV_TOOL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 20)
     if [ -d "$NEURON_ENV_SOURCE" ]; then
-        "${pip[@]}" --no-index --find-links "$NEURON_ENV_SOURCE" neuron-env
+        "${pip[@]}" --no-index --find-links "$NEURON_ENV_SOURCE" -- neuron-env
     else
-        "${pip[@]}" "$NEURON_ENV_SOURCE"
+        "${pip[@]}" -- "$NEURON_ENV_SOURCE"  # a source is never taken for an option
     fi
 }
 if [ -x "$NE" ] && "$NE" --version >/dev/null 2>&1; then
