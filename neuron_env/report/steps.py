@@ -8,11 +8,11 @@ Pure: results -> steps. The JSON keeps every check's own fix; only the text view
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 
 from neuron_env.report.model import Result
 from neuron_env.util.record import record
+from neuron_env.util.render import sh
 from neuron_env.util.wrap import split_top
 
 ORDER = ("apt", "host", "install", "smoke")
@@ -77,7 +77,7 @@ def _requote(word: str) -> str:
     plain = _unquote(word)
     if "$(" in plain:
         return f'"{plain}"'
-    return shlex.quote(plain)
+    return sh(plain)
 
 
 def kind(command: str) -> str:

@@ -8,8 +8,8 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import quote
 
-from neuron_env.util.wrap import wrap_line
 from neuron_env.util.text import field as f1
+from neuron_env.util.wrap import wrap_line
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
