@@ -125,9 +125,10 @@ def _tag(res: Result) -> Result:
 
 
 def _save(path: str, doc: dict[str, Any]) -> None:
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.util.atomic import write_output
+    from neuron_env.util.jsonout import dumps
 
-    write_atomic(os.path.abspath(path), json.dumps(doc, indent=2) + "\n")
+    write_output(os.path.abspath(path), dumps(doc, indent=2) + "\n")
 
 
 # -- views ----------------------------------------------------------------------------------------
