@@ -97,9 +97,16 @@ def payload(o: TrialOptions, d: DistOptions, run_dir: str, role: str) -> dict[st
             "reference": os.path.join(run_dir, "reference.pt")}
 
 
+MAX_SIDE_FILE = 1024 * 1024  # a rank's .steps/.error/.usage: lines and a traceback tail
+
+
 def _read(path: Path) -> str | None:
+    """A progress file of the run directory, by the one reader (a FIFO or a device there is
+    not read: None, as a missing file)."""
+    from neuron_env.util.files import read_bounded
+
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path, MAX_SIDE_FILE).decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -112,12 +119,19 @@ def _state(run_dir: Path, rank: int, returncode: int | None = None,
     doc_text = _read(run_dir / f"{name}.json")
     doc = None
     if doc_text:
-        with contextlib.suppress(ValueError):
-            doc = json.loads(doc_text)
+        from neuron_env.errors import BadInput
+        from neuron_env.util.files import parse_json
+
+        with contextlib.suppress(BadInput):
+            doc = parse_json(doc_text, f"{run_dir / name}.json", finite=False)
     usage = _read(run_dir / f"{name}.usage")
     if usage:
-        u = json.loads(usage)
-        raise UsageError(u["message"], hint=u.get("hint"))
+        from neuron_env.util.files import field, parse_json
+
+        what = f"{run_dir / name}.usage"
+        u = parse_json(usage, what)
+        raise UsageError(field(u, "message", "str", what),
+                         hint=field(u, "hint", "str", what, optional=True))
     return RankState(rank, last, kind == "call", doc, _read(run_dir / f"{name}.error"),
                      returncode, killed)
 
@@ -161,17 +175,28 @@ def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
 
 def collect(run_dir: str, d: DistOptions) -> DistRun:
     """`--collect RUN_DIR`: the verdict of a run launched elsewhere (--print-launch's commands)
-    from the files its reference and ranks left in RUN_DIR."""
+    from the files its reference and ranks left in RUN_DIR, each read and checked by
+    trial/collected.py (the one reader, then every field) before any verdict."""
+    from neuron_env.trial import collected
+    from neuron_env.util.record import replace
+
     path = Path(run_dir)
-    if not (path / "reference.json").is_file():
+    if not os.path.lexists(path / "reference.json"):
         raise UsageError(f"--collect {run_dir}: no reference.json (run step 1 of "
                          "--print-launch's commands first)")
-    ref = _state(path, -1)
-    states = tuple(_state(path, r) for r in range(d.world_size))
+    ref = replace(_state(path, -1), doc=collected.reference(path / "reference.json"))
+    states = []
+    for r in range(d.world_size):
+        s = _state(path, r)
+        f = path / f"rank{r}.json"
+        doc = collected.rank(f, r, d.world_size, ref.doc or {}) if os.path.lexists(f) else None
+        states.append(replace(s, doc=doc))
     died = next((s.rank for s in states if s.error), None)
     missing = [s for s in states if s.doc is None]
-    return DistRun(ref.doc, states, 0.0, timed_out=bool(missing) and died is None, died=died,
-                   info={"launcher": f"collected from {run_dir}"})
+    if not missing and died is None:
+        collected.plausible(ref.doc or {}, [s.doc for s in states if s.doc], d.world_size)
+    return DistRun(ref.doc, tuple(states), 0.0, timed_out=bool(missing) and died is None,
+                   died=died, info={"launcher": f"collected from {run_dir}"})
 
 
 def _port() -> int:
