@@ -119,13 +119,10 @@ def _read_http(url: str, limit: int, ca_bundle: str | None, timeout: float) -> b
     import urllib.request
 
     from neuron_env import __version__
+    from neuron_env.util.files import ssl_context
 
-    ctx = None
-    if urllib.parse.urlsplit(url).scheme == "https":
-        try:
-            ctx = ssl.create_default_context(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
+    # the bundle through the one reader: a FIFO or /dev/zero is refused at once (issue #36)
+    ctx = ssl_context(ca_bundle) if urllib.parse.urlsplit(url).scheme == "https" else None
     req = urllib.request.Request(url, headers={"User-Agent": f"neuron-env/{__version__}"})
     try:
         with urllib.request.urlopen(req, timeout=timeout, context=ctx) as resp:
