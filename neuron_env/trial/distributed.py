@@ -149,6 +149,8 @@ def _env(extra: dict[str, str], run_dir: str, world: int) -> dict[str, str]:
 def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
     """The reference, then the ranks, within o.timeout; the run directory is removed after."""
     t0 = time.monotonic()
+    if os.environ.get(PORT_VAR):
+        _port()  # a chosen port in use: said before minutes of reference run
     run_dir = tempfile.mkdtemp(prefix="neuron-env-trial-dist-")
     try:
         # the user's cwd kept: MODEL is named relative to it (as single-process trial)
@@ -200,7 +202,26 @@ def collect(run_dir: str, d: DistOptions) -> DistRun:
 
 
 def _port() -> int:
-    return int(os.environ[PORT_VAR]) if os.environ.get(PORT_VAR) else free_port()
+    """The rendezvous port: a free one, or the one NEURON_ENV_TRIAL_PORT names, which must be
+    free: one in use is named as such (exit 2) before any rank starts, not blamed on rank 0."""
+    value = os.environ.get(PORT_VAR)
+    if not value:
+        return free_port()
+    import socket
+
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise UsageError(f"{PORT_VAR}={value!r}: not a TCP port (1-65535)")
+    port = int(value)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise UsageError(f"the rendezvous port 127.0.0.1:{port} ({PORT_VAR}) is already in "
+                             f"use by another process ({e.strerror or e}): no rank was started",
+                             hint=f"free the port, choose another {PORT_VAR}, or unset it "
+                                  "(a free port is then chosen)") from None
+    return port
 
 
 def _local(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: float) -> DistRun:

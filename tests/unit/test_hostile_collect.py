@@ -131,3 +131,20 @@ def test_fifos_among_the_progress_files_are_not_read(tmp_path):
         os.mkfifo(run / name)
     res = collect(run)  # returns at once: a FIFO there is as good as no file
     assert res.status == "fail" or res.status == "pass"
+
+
+def test_a_rendezvous_port_in_use_is_named_before_any_rank_starts(monkeypatch):
+    import socket
+
+    from neuron_env.errors import UsageError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        monkeypatch.setenv(dist.PORT_VAR, str(s.getsockname()[1]))
+        with pytest.raises(UsageError, match="already in use") as e:
+            dist._port()
+        assert "rank" not in e.value.message.split("no rank")[0]
+    monkeypatch.setenv(dist.PORT_VAR, "29500x")
+    with pytest.raises(UsageError, match="not a TCP port"):
+        dist._port()
