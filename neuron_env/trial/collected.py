@@ -84,8 +84,11 @@ def rank(path: Path, expect: int, world: int, ref: dict[str, Any]) -> dict[str, 
     return doc
 
 
-def plausible(ref: dict[str, Any], docs: list[dict[str, Any]], world: int) -> None:
-    """The figures the verdict reports must be ones a run can produce."""
+def plausible(ref: dict[str, Any], docs: list[dict[str, Any]], world: int) -> str | None:
+    """The figures must be ones a run can produce: an inconsistent batch or step count is an
+    error; a scaling efficiency above MAX_EFFICIENCY is a note (the verdict becomes `warn`, never
+    `pass`): a forged file claims it, but so does a real run whose one-rank timing was taken on
+    a loaded host (measured: 12% to 357% for the same tiny run on a busy 2-core machine)."""
     from neuron_env.trial.distributed import throughput
 
     if int(ref["batch"]) != world * int(ref["per_rank_batch"]):
@@ -96,6 +99,7 @@ def plausible(ref: dict[str, Any], docs: list[dict[str, Any]], world: int) -> No
         raise BadInput(f"--collect: the ranks ran different numbers of steps ({sorted(steps)})")
     eff = throughput(ref, docs, world).get("scaling_efficiency")
     if eff is not None and eff > MAX_EFFICIENCY:
-        raise BadInput(f"--collect: a scaling efficiency of {eff * 100:.0f}% (above "
-                       f"{MAX_EFFICIENCY * 100:.0f}%) is not one a run produces: the step "
-                       "times in RUN_DIR are not a real run's")
+        return (f"a scaling efficiency of {eff * 100:.0f}% (above {MAX_EFFICIENCY * 100:.0f}%) "
+                "is not one N ranks reach: the step times in RUN_DIR are not comparable (files "
+                "from different runs or hosts, a loaded host, or edited)")
+    return None

@@ -111,6 +111,10 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
     backend = dist.BACKENDS[o.device]
     r = dist.collect(c.collect, d) if c.collect else dist.run(python, o, d)
     main = dist.verdict(r, d, o.timeout, backend)
+    if main.status == "pass" and r.info.get("implausible"):  # --collect: figures no run makes
+        from neuron_env.util.record import replace
+
+        main = replace(main, status="warn", summary=f"{main.summary}; {r.info['implausible']}")
     emulated = bool((r.reference or {}).get("emulated"))
     if emulated:
         main = _tag(main)

@@ -195,10 +195,14 @@ def collect(run_dir: str, d: DistOptions) -> DistRun:
         states.append(replace(s, doc=doc))
     died = next((s.rank for s in states if s.error), None)
     missing = [s for s in states if s.doc is None]
+    info: dict[str, Any] = {"launcher": f"collected from {run_dir}"}
     if not missing and died is None:
-        collected.plausible(ref.doc or {}, [s.doc for s in states if s.doc], d.world_size)
+        note = collected.plausible(ref.doc or {}, [s.doc for s in states if s.doc],
+                                   d.world_size)
+        if note:
+            info["implausible"] = note
     return DistRun(ref.doc, tuple(states), 0.0, timed_out=bool(missing) and died is None,
-                   died=died, info={"launcher": f"collected from {run_dir}"})
+                   died=died, info=info)
 
 
 def _port() -> int:

@@ -89,8 +89,6 @@ HOSTILE = {
     "a duplicate rank": (_replace("rank1.json", json.dumps(rank_doc(0))), "says rank 0"),
     "a forged rank number": (_edit("rank1.json", lambda d: d.update(rank=7)), "says rank 7"),
     "a forged shard": (_edit("rank1.json", lambda d: d.update(shard=[0, 16])), "shard"),
-    "efficiency 200%": (lambda run: [_edit(f"rank{r}.json", lambda d: d.update(step_s=0.005))(run)
-                                     for r in range(WORLD)], "scaling efficiency of 200%"),
     "a NaN step time": (_edit("rank0.json", lambda d: d.update(step_s=float("nan"))),
                         "finite number"),
     "an infinite step time": (_edit("rank1.json", lambda d: d.update(step_s=float("inf"))),
@@ -121,6 +119,22 @@ def test_a_hostile_run_directory_is_one_clear_error(tmp_path, case):
     with pytest.raises(BadInput) as e:
         collect(run)
     assert says in str(e.value) and e.value.exit_code == EXIT_CONFIG, str(e.value)
+
+
+def test_a_200_percent_efficiency_is_never_a_pass(tmp_path):
+    """A forged step time claims it (a real run on a loaded host can too: a warn, not a pass)."""
+    from neuron_env.trial.dist_command import CostOptions, run
+    from neuron_env.trial.options import TrialOptions
+
+    path = make_run(tmp_path)
+    for r in range(WORLD):
+        _edit(f"rank{r}.json", lambda d: d.update(step_s=0.005))(path)
+    rep = run("python3", "flag", TrialOptions(model="builtin:mlp", device="cpu"),
+              dist.DistOptions(world_size=WORLD), CostOptions(price_per_hour=1.0,
+                                                              collect=str(path)))
+    main = rep.results[0]
+    assert main.status == "warn" and "scaling efficiency of 200%" in main.summary, main.summary
+    assert rep.exit_code == 0 and collect(path).status == "pass"  # the verdict alone
 
 
 def test_fifos_among_the_progress_files_are_not_read(tmp_path):
