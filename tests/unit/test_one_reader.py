@@ -195,3 +195,39 @@ def test_a_ca_bundle_with_a_url_that_is_not_https_is_refused(url):
         files.require_https_for_ca(url, "/etc/ssl/ca.pem")
     files.require_https_for_ca(url, None)
     files.require_https_for_ca("https://mirror/x", "/etc/ssl/ca.pem")
+
+
+# -- nothing else parses JSON from someone else ----------------------------------------------
+# file -> why its json.loads may bypass util/files.parse_json (each reads what we produced or a
+# tool we run, not what another party controls), or who routes it
+OWN_JSON = {
+    "neuron_env/util/files.py": "the one reader",
+    "neuron_env/target/protocol.py": "our inside script's verdict, from the target we started",
+    "neuron_env/collectives/runner.py": "our own probe's one line",
+    "neuron_env/probes/interpreter.py": "our own probe script's answer",
+    "neuron_env/probes/neuron_ls.py": "neuron-ls's --json-output (the Neuron tools we run)",
+    "neuron_env/install/report_parse.py": "pip's --report of the install we ran",
+    "neuron_env/matrix/cache.py": "our cache entry, read only when owned by us or root",
+    "neuron_env/matrix/importer.py": "bounded and RecursionError-checked; routed by the matrix "
+                                     "round (util/files.parse_json)",
+    "neuron_env/matrix/update.py": "bounded; routed by the matrix round (util/files.parse_json)",
+}
+
+
+def test_untrusted_json_is_parsed_only_by_the_one_reader():
+    import ast
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    found = {}
+    for path in sorted((repo / "neuron_env").rglob("*.py")):
+        rel = path.relative_to(repo).as_posix()
+        if rel.startswith("neuron_env/inside/"):  # runs in the target: its own files only
+            continue
+        calls = [n.lineno for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("loads", "load") and isinstance(n.func.value, ast.Name)
+                 and n.func.value.id == "json"]
+        if calls and rel not in OWN_JSON:
+            found[rel] = calls
+    assert not found, f"json parsed outside util/files.parse_json: {found}"
