@@ -162,9 +162,14 @@ class PendingOutput:
     def __init__(self, path: Path | str, mode: int = FILE_MODE) -> None:
         check_output(path)
         self.path, self.mode = Path(path), mode
-        with safe_umask():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd, self.tmp = temp_file(self.path.parent, prefix=f".{self.path.name}.")
+        try:
+            with safe_umask():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd, self.tmp = temp_file(self.path.parent, prefix=f".{self.path.name}.")
+        except RefusedPath:
+            raise
+        except OSError as e:  # a read-only or missing directory: exit 2, said plainly
+            raise RefusedPath(path, f"cannot be written: {e.strerror or e}") from None
 
     def commit(self) -> None:
         try:
@@ -223,5 +228,10 @@ def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) 
                 f.flush()
         _write_all(fd, data)
         return
-    with output_file(path, mode) as out:
-        _write_all(out, data)
+    try:
+        with output_file(path, mode) as out:
+            _write_all(out, data)
+    except RefusedPath:
+        raise
+    except OSError as e:  # a full disk, a read-only file system: exit 2, said plainly
+        raise RefusedPath(path, f"cannot be written: {e.strerror or e}") from None

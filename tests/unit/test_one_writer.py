@@ -219,3 +219,15 @@ def test_nothing_but_the_listed_modules_writes_files():
     assert not found, f"files written outside util/atomic.py (use write_output): {found}"
     stale = [f for f in OTHER_WRITERS if not _writes(ast.parse((REPO / f).read_text()))]
     assert not stale, f"listed writers that no longer write: {stale}"
+
+
+def test_an_unwritable_directory_is_a_clear_exit_2_not_a_traceback(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "f").write_text("")
+    for target in (ro / "f" / "x.json",):  # its "directory" is a file: no root bypasses that
+        with pytest.raises(RefusedPath, match="cannot be written") as e:
+            atomic.write_output(target, "{}")
+        assert e.value.exit_code == EXIT_CONFIG
+        with pytest.raises(RefusedPath, match="cannot be written"):
+            atomic.PendingOutput(target)
