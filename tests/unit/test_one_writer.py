@@ -31,7 +31,7 @@ OUTPUTS = {("doctor", "--report"), ("trial", "--save-baseline"), ("bundle", "--o
 INPUTS = {  # read, never written: util/files.py (the one reader) or a directory/interpreter
     ("doctor", "--matrix"), ("doctor", "--python"), ("doctor", "--root"),
     ("doctor", "--waivers"), ("install", "--matrix"), ("install", "--python"),
-    ("install", "--root"), ("install", "--venv"), ("install", "--find-links"),
+    ("install", "--root"), ("install", "--find-links"),
     ("smoke", "--python"), ("trial", "--python"), ("trial", "--baseline"),
     ("trial", "--collect"), ("scan", "paths"), ("scan", "--matrix"), ("collectives", "--python"),
     ("fleet report", "inputs"), ("bundle", "--python"), ("bundle", "--matrix"),
@@ -40,6 +40,9 @@ INPUTS = {  # read, never written: util/files.py (the one reader) or a directory
     ("matrix validate", "paths"), ("matrix import", "manifest"),
     ("matrix update", "--ca-bundle"), ("matrix update", "--manifest-key"),
 }
+# directories neuron-env builds in with their own rules (docs/security.md, "Inside the
+# environment"): the venv's state directory and lock refuse links, logs are created exclusively
+ENVIRONMENTS = {("install", "--venv")}
 PATHLIKE = ("FILE", "PATH", "DIR", "RUN_DIR", "PEM")
 # the smallest argv that parses up to the option, per command
 REQUIRED = {"trial": ["builtin:mlp"], "matrix import": ["MANIFEST"], "matrix update": []}
@@ -74,7 +77,7 @@ def test_every_path_option_is_classified_and_every_output_uses_the_one_writer():
             seen.add(key)
             if not getattr(p.callback, "neuron_env_output", False):
                 unchecked.append(key)
-        elif _pathlike(p) and key not in INPUTS:
+        elif _pathlike(p) and key not in INPUTS | ENVIRONMENTS:
             unknown.append(key)
     assert not unknown, f"path options neither in OUTPUTS nor INPUTS: {unknown}"
     assert not unchecked, f"output options not checked by util/atomic.check_output: {unchecked}"
