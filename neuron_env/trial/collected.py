@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import BadInput
+from neuron_env.trial.distributed import MAX_RANK_FILE, throughput
 from neuron_env.util.files import field, read_json
 
-MAX_RANK_FILE = 16 * 1024 * 1024  # one rank's verdict is a few KiB (a row per parameter)
 MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
 _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
         ("max_abs", "number", True), ("excess", "any_number", False),
@@ -89,8 +89,6 @@ def plausible(ref: dict[str, Any], docs: list[dict[str, Any]], world: int) -> st
     error; a scaling efficiency above MAX_EFFICIENCY is a note (the verdict becomes `warn`, never
     `pass`): a forged file claims it, but so does a real run whose one-rank timing was taken on
     a loaded host (measured: 12% to 357% for the same tiny run on a busy 2-core machine)."""
-    from neuron_env.trial.distributed import throughput
-
     if int(ref["batch"]) != world * int(ref["per_rank_batch"]):
         raise BadInput(f"--collect: reference.json's batch {ref['batch']} is not --world-size "
                        f"{world} x per_rank_batch {ref['per_rank_batch']}")

@@ -98,15 +98,16 @@ def payload(o: TrialOptions, d: DistOptions, run_dir: str, role: str) -> dict[st
 
 
 MAX_SIDE_FILE = 1024 * 1024  # a rank's .steps/.error/.usage: lines and a traceback tail
+MAX_RANK_FILE = 16 * 1024 * 1024  # a rank's verdict: a row per parameter tensor
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int = MAX_SIDE_FILE) -> str | None:
     """A progress file of the run directory, by the one reader (a FIFO or a device there is
     not read: None, as a missing file)."""
     from neuron_env.util.files import read_bounded
 
     try:
-        return read_bounded(path, MAX_SIDE_FILE).decode("utf-8", "replace")
+        return read_bounded(path, limit).decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -116,7 +117,7 @@ def _state(run_dir: Path, rank: int, returncode: int | None = None,
     name = "reference" if rank < 0 else f"rank{rank}"
     lines = (_read(run_dir / f"{name}.steps") or "").splitlines()
     kind, _, last = lines[-1].partition(" ") if lines else ("step", "", "start-up")
-    doc_text = _read(run_dir / f"{name}.json")
+    doc_text = _read(run_dir / f"{name}.json", MAX_RANK_FILE)
     doc = None
     if doc_text:
         from neuron_env.errors import BadInput
