@@ -53,6 +53,30 @@ class UsageError(ConfigurationError):
     code = "usage"
 
 
+class RefusedPath(ConfigurationError, OSError):
+    """A path the user named that neuron-env will not write (a device, a FIFO, a socket, a
+    symbolic link, a directory): exit 2. Raised by util/atomic.py, the one writer; an OSError
+    too, so a caller's `except OSError` still sees it."""
+
+    code = "refused-path"
+
+    def __init__(self, path: str | os.PathLike[str], why: str) -> None:
+        ConfigurationError.__init__(self, f"{os.fspath(path)} {why}",
+                                    hint="name a regular file (or a new one) in a directory "
+                                         "you own")
+        self.path, self.why = os.fspath(path), why
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInput(ConfigurationError):
+    """An untrusted input (a file, an HTTP body) that is not what it must be: not a regular
+    file, too large, too deep, too slow, or the wrong shape (util/files.py, the one reader)."""
+
+    code = "bad-input"
+
+
 class InterpreterError(ConfigurationError):
     """The target interpreter is missing, not executable or not a usable Python."""
 

@@ -4,7 +4,7 @@ point it at a loopback fake). The Pricing API answers from us-east-1 for every r
 
 from __future__ import annotations
 
-import json
+import math
 from typing import Any
 
 from neuron_env.errors import AwsError
@@ -19,17 +19,69 @@ def filters(instance_type: str, region: str) -> list[dict[str, str]]:
     return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in pairs]
 
 
-def hourly_usd(price_list: list[Any]) -> float | None:
-    """The OnDemand hourly USD price in GetProducts' PriceList (JSON strings), or None."""
+MAX_PRODUCT = 1024 * 1024  # one GetProducts PriceList entry is a few KiB
+
+
+def _bad(why: str) -> AwsError:
+    return AwsError(f"pricing:GetProducts: a malformed answer ({why}); no price taken from it",
+                    "bad-answer")
+
+
+def _objects(doc: Any, *path: str) -> list[Any]:
+    """The values of the object at doc[path...] (an empty list when absent); AwsError for a
+    part of the wrong type."""
+    cur = doc
+    for key in path:
+        if not isinstance(cur, dict):
+            raise _bad(f"{'.'.join(path)}: not an object")
+        cur = cur.get(key)
+        if cur is None:
+            return []
+    if not isinstance(cur, dict):
+        raise _bad(f"{'.'.join(path)}: not an object")
+    return list(cur.values())
+
+
+def hourly_usd(price_list: Any) -> float | None:
+    """The OnDemand hourly USD price in GetProducts' PriceList (JSON strings), or None. The
+    answer is untrusted input: each entry goes through the one reader (util/files.parse_json:
+    depth, no NaN/Infinity) and every part is type-checked; a price must be a finite number
+    > 0. A malformed answer is AwsError("bad-answer"): a note on the cost, never a traceback."""
+    from neuron_env.errors import BadInput
+    from neuron_env.util.files import parse_json
+
+    if not isinstance(price_list, list):
+        raise _bad("PriceList is not a list")
     for item in price_list:
-        doc = json.loads(item) if isinstance(item, str) else item
-        for term in ((doc.get("terms") or {}).get("OnDemand") or {}).values():
-            for dim in (term.get("priceDimensions") or {}).values():
-                usd = (dim.get("pricePerUnit") or {}).get("USD")
-                if usd is not None and str(dim.get("unit", "Hrs")).lower().startswith("hr"):
-                    value = float(usd)
-                    if value > 0:
-                        return value
+        if isinstance(item, str):
+            if len(item) > MAX_PRODUCT:
+                raise _bad(f"a PriceList entry larger than {MAX_PRODUCT} bytes")
+            try:
+                doc = parse_json(item, "a PriceList entry")
+            except BadInput as e:
+                raise _bad(e.message) from None
+        else:
+            doc = item
+        for term in _objects(doc, "terms", "OnDemand"):
+            for dim in _objects(term, "priceDimensions"):
+                if not isinstance(dim, dict):
+                    raise _bad("a priceDimension is not an object")
+                unit = dim.get("unit", "Hrs")
+                ppu = dim.get("pricePerUnit")
+                if ppu is not None and not isinstance(ppu, dict):
+                    raise _bad("pricePerUnit is not an object")
+                usd = (ppu or {}).get("USD")
+                if usd is None or not str(unit).lower().startswith("hr"):
+                    continue
+                try:
+                    value = float(usd) if isinstance(usd, str | int | float) and \
+                        not isinstance(usd, bool) else math.nan
+                except ValueError:
+                    value = math.nan
+                if not math.isfinite(value) or value < 0:
+                    raise _bad(f"USD {str(usd)[:40]!r} is not a finite price")
+                if value > 0:
+                    return value
     return None
 
 
@@ -47,7 +99,7 @@ def on_demand(instance_type: str, region: str) -> tuple[float, str]:
     client = boto3.client("pricing", region_name=ENDPOINT_REGION, config=cfg)
     resp = call(client.get_products, "pricing:GetProducts", ServiceCode="AmazonEC2",
                  Filters=filters(instance_type, region), MaxResults=10)
-    usd = hourly_usd(resp.get("PriceList") or [])
+    usd = hourly_usd(resp.get("PriceList") or [] if isinstance(resp, dict) else None)
     if usd is None:
         raise AwsError(f"pricing:GetProducts: no on-demand Linux price for {instance_type} in "
                        f"{region}", "no-price")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from neuron_env import __version__
@@ -37,7 +36,8 @@ def summary_doc(rep) -> dict:
 
 
 def encode(doc: dict) -> str:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    from neuron_env.util.jsonout import dumps
+    return dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
 _SSM_NAME = re.compile(r"^[A-Za-z0-9_.\-/]{1,1011}$")

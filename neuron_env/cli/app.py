@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from enum import Enum
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -94,24 +95,93 @@ def index_option(name: str, from_env: bool):
 MAX_SECONDS = 30 * 24 * 3600.0  # a month: any longer limit is a typo, and overflows timers
 
 
-def seconds(value: float | None) -> float | None:
-    """Option callback for a time limit: finite, > 0, at most a month (else exit 2)."""
+# -- numbers: every int/float option is checked here, while parsing -------------------------
+# tests/unit/test_cli_edges.py walks the typer app: every int or float option must carry a
+# callback made by `number()` (exit 2 for nan, inf, or out of range, before anything runs).
+def number(lo: float | None = 0, hi: float | None = None, *, lo_open: bool = False,
+           what: str = "a number", example: str = "1"):
+    """An option callback: the value (None passes) must be finite and within [lo, hi]
+    (`lo_open`: > lo). One place for every numeric option of the CLI."""
     import math
 
-    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
-        raise typer.BadParameter(f"{value} is not a time limit: give seconds > 0 and at most "
-                                 f"{MAX_SECONDS:.0f} (e.g. 300)")
+    def check(value):
+        if value is None:
+            return value
+        bad = not math.isfinite(value) or (lo is not None and (value <= lo if lo_open
+                                                                else value < lo)) \
+            or (hi is not None and value > hi)
+        if bad:
+            rng = (f"{'>' if lo_open else '>='} {lo:g}" if lo is not None else "") + \
+                (f"{' and ' if lo is not None else ''}<= {hi:g}" if hi is not None else "")
+            raise typer.BadParameter(f"{value} is not {what}: give a finite number "
+                                     f"{rng} (e.g. {example})")
+        return value
+    check.neuron_env_number = True  # type: ignore[attr-defined]
+    return check
+
+
+seconds = number(0, MAX_SECONDS, lo_open=True, what="a time limit", example="300")
+tolerance = number(0, what="a tolerance", example="1e-3")
+count = number(0, 2**31 - 1, what="a count", example="10")
+positive = number(1, 2**31 - 1, what="a positive count", example="8")
+price = number(0, 10**6, what="a price in USD per hour", example="1.34")
+wait_seconds = number(0, MAX_SECONDS, what="a time to wait", example="600")
+learning_rate = number(0, 10**6, lo_open=True, what="a learning rate", example="0.01")
+
+
+def _writable(path: str) -> None:
+    from neuron_env.errors import RefusedPath
+    from neuron_env.util.atomic import check_output
+
+    try:
+        check_output(path)
+    except RefusedPath as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def output_path(value: str | None) -> str | None:
+    """Option callback of every path the user names for us to WRITE (`--save-baseline`,
+    `--out`): a device, FIFO, socket, directory or symbolic link is refused while parsing (exit
+    2) by the one writer's own check (util/atomic.check_output), which the write repeats."""
+    if value is not None:
+        _writable(str(value))
     return value
 
 
-def tolerance(value: float | None) -> float | None:
-    """Option callback for --rtol/--atol: finite and >= 0 (nan or inf would pass anything)."""
-    import math
+def report_outputs(values: list[str] | None) -> list[str] | None:
+    """output_path for `--report FORMAT:PATH` (the PATH part of each)."""
+    for v in values or []:
+        _, sep, path = v.partition(":")
+        if sep and path:
+            _writable(path)
+    return values
 
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise typer.BadParameter(f"{value} is not a tolerance: give a finite number >= 0 "
-                                 "(e.g. 1e-3)")
+
+def output_dir(value: Path | str | None) -> Path | str | None:
+    """output_path for a directory we write files into (`matrix import --out`, `matrix update
+    --dir`): a symbolic link, or something that is not a directory, is refused (exit 2); each
+    file in it is then written by util/atomic.write_output."""
+    import os
+    import stat
+
+    if value is None:
+        return value
+    try:
+        mode = os.lstat(value).st_mode
+    except FileNotFoundError:
+        return value
+    except OSError as e:
+        raise typer.BadParameter(f"{value}: cannot be examined: {e.strerror or e}") from None
+    if not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+        raise typer.BadParameter(f"{value} is {what}: neuron-env writes only into a real "
+                                 "directory; give its real path")
     return value
+
+
+output_path.neuron_env_output = True  # type: ignore[attr-defined]
+report_outputs.neuron_env_output = True  # type: ignore[attr-defined]
+output_dir.neuron_env_output = True  # type: ignore[attr-defined]
 
 
 def split(values: list[str] | None) -> list[str]:

@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit, index_option
+from neuron_env.cli.app import Fmt, app, count, emit, index_option
 
 
 def index_from_option(which: str):
@@ -38,7 +38,8 @@ def userdata(
     log_dir: str = typer.Option(None, "--log-dir", help="Reports go here "
                                 "(default /var/log/neuron-env)."),
     smoke: bool = typer.Option(True, "--smoke/--no-smoke", help="Run the device smoke test."),
-    retries: int = typer.Option(None, "--retries", help="Attempts for network steps."),
+    retries: int = typer.Option(None, "--retries", callback=count,
+                                help="Attempts for network steps."),
     neuron_index_url: str = index_option("neuron", from_env=False),
     pytorch_index_url: str = index_option("pytorch", from_env=False),
     neuron_index_from: str = index_from_option("neuron"),

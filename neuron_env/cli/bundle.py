@@ -2,7 +2,15 @@
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit, matrix_option, python_option, root_option
+from neuron_env.cli.app import (
+    Fmt,
+    app,
+    emit,
+    matrix_option,
+    output_path,
+    python_option,
+    root_option,
+)
 
 EXAMPLES = """\b
 Examples:
@@ -13,7 +21,8 @@ Examples:
 
 @app.command(epilog=EXAMPLES)
 def bundle(
-    out: str = typer.Option(None, "--out", metavar="FILE", help="The archive to write "
+    out: str = typer.Option(None, "--out", callback=output_path,
+                            metavar="FILE", help="The archive to write "
                             "(.tar.gz)."),
     python: str = python_option(),
     matrix: str = matrix_option(),

@@ -5,7 +5,17 @@ import sys
 
 import typer
 
-from neuron_env.cli.app import Device, DoctorFmt, app, choices, emit, python_option, seconds, split
+from neuron_env.cli.app import (
+    Device,
+    DoctorFmt,
+    app,
+    choices,
+    emit,
+    positive,
+    python_option,
+    seconds,
+    split,
+)
 
 Dtype = choices("Dtype", "float32", "bfloat16", "float16", "int32")
 
@@ -17,7 +27,7 @@ def collectives(
     backend: str = typer.Option(None, "--backend", metavar="NAME",
                                 help="Process-group backend (default: "
                                      "neuron on neuron, gloo on cpu, nccl on cuda)."),
-    world_size: int = typer.Option(None, "--world-size", metavar="N",
+    world_size: int = typer.Option(None, "--world-size", callback=positive, metavar="N",
                                    help="Ranks on this host (default: "
                                         "one per visible device; 2 on the CPU)."),
     ops: list[str] = typer.Option(None, "--ops", metavar="OP,..",
@@ -26,16 +36,16 @@ def collectives(
     sizes: str = typer.Option(None, "--sizes", metavar="SIZE,..",
                               help="8B..16MB (x4 steps) or a list: 1K,4M."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The tensors' dtype."),
-    iterations: int = typer.Option(5, "--iterations", metavar="N",
+    iterations: int = typer.Option(5, "--iterations", callback=positive, metavar="N",
                                    help="Timed iterations per op and size."),
     timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", callback=seconds,
                                   help="Hard limit for the whole run (s); "
                                   "every rank is killed then."),
     print_launch: str = typer.Option(None, "--print-launch", metavar="torchrun|srun",
                                      help="Print the multi-node command instead of running."),
-    nodes: int = typer.Option(2, "--nodes", metavar="N",
+    nodes: int = typer.Option(2, "--nodes", callback=positive, metavar="N",
                               help="With --print-launch: how many nodes."),
-    nproc_per_node: int = typer.Option(None, "--nproc-per-node", metavar="N",
+    nproc_per_node: int = typer.Option(None, "--nproc-per-node", callback=positive, metavar="N",
                                        help="With --print-launch: "
                                             "ranks per node (default: one per logical core)."),
     launched: bool = typer.Option(False, "--launched", help="Run as ONE rank started by "

@@ -12,9 +12,11 @@ from neuron_env.cli.app import (
     index_option,
     matrix_option,
     python_option,
+    report_outputs,
     root_option,
     seconds,
     split,
+    wait_seconds,
 )
 
 EXAMPLES = """\b
@@ -69,7 +71,8 @@ def doctor(
     skip: list[str] = typer.Option(None, "--skip", metavar="ID,..", help="Skip these check "
                                    "ids/categories."),
     format: DoctorFmt = typer.Option(DoctorFmt.text, "--format", help="Output on stdout."),
-    report: list[str] = typer.Option(None, "--report", metavar="FORMAT:PATH", help="Also "
+    report: list[str] = typer.Option(None, "--report", callback=report_outputs,
+                                     metavar="FORMAT:PATH", help="Also "
                                      "write a report (repeatable), on every exit."),
     fix: bool = typer.Option(False, "--fix", help="Run the fixes that are safe to run (asks on "
                              "a TTY), then check again; print the rest."),
@@ -82,7 +85,8 @@ def doctor(
                                     "the waiver expires after this date (loudly)."),
     waivers_file: str = typer.Option(None, "--waivers", metavar="FILE", help="TOML file of "
                                      "[[waiver]] id/reason/until."),
-    wait: float = typer.Option(0.0, "--wait", metavar="SECONDS", min=0, help="Re-check while "
+    wait: float = typer.Option(0.0, "--wait", callback=wait_seconds,
+                               metavar="SECONDS", min=0, help="Re-check while "
                                "something fails, up to SECONDS (first boot)."),
     list_checks: bool = typer.Option(False, "--list-checks", help="List every check and "
                                      "exit."),

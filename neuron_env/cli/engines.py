@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, emit
+from neuron_env.cli.app import Fmt, app, emit, positive
 
 NEURON_ENV = "/opt/neuron-env/bin/neuron-env"
 
@@ -16,14 +16,16 @@ def _args(value: str) -> list[str]:
 @app.command("slurm-healthcheck")
 def slurm_healthcheck(
     neuron_env: str = typer.Option(NEURON_ENV, "--neuron-env", help="neuron-env on the nodes."),
-    timeout: int = typer.Option(45, "--timeout", help="doctor's limit in seconds (< 60: Slurm "
+    timeout: int = typer.Option(45, "--timeout", callback=positive,
+                                help="doctor's limit in seconds (< 60: Slurm "
                                 "kills a health check at 60 s)."),
     doctor_args: str = typer.Option("", "--doctor-args", help="Extra doctor arguments."),
     slurm_conf: bool = typer.Option(False, "--slurm-conf", help="Print the slurm.conf snippet "
                                     "instead of the script."),
     path: str = typer.Option("/etc/slurm/neuron-env-healthcheck.sh", "--path", help="Where the "
                              "script is installed (for the snippet)."),
-    interval: int = typer.Option(300, "--interval", help="HealthCheckInterval (s)."),
+    interval: int = typer.Option(300, "--interval", callback=positive,
+                                 help="HealthCheckInterval (s)."),
     prolog: bool = typer.Option(False, "--prolog", help="Also run it as the job Prolog."),
     format: Fmt = typer.Option(Fmt.text, "--format"),
 ) -> None:
@@ -42,8 +44,10 @@ def k8s_manifests(
     namespace: str = typer.Option("kube-system", "--namespace", help="The namespace."),
     image: str = typer.Option(None, "--image", help="node-problem-detector image."),
     neuron_env: str = typer.Option(NEURON_ENV, "--neuron-env", help="neuron-env on the nodes."),
-    interval: int = typer.Option(300, "--interval", help="How often NPD runs doctor (s)."),
-    timeout: int = typer.Option(60, "--timeout", help="NPD's limit on one doctor run (s)."),
+    interval: int = typer.Option(300, "--interval", callback=positive,
+                                 help="How often NPD runs doctor (s)."),
+    timeout: int = typer.Option(60, "--timeout", callback=positive,
+                                help="NPD's limit on one doctor run (s)."),
     doctor_args: str = typer.Option("", "--doctor-args", help="Extra doctor arguments."),
     format: Fmt = typer.Option(Fmt.text, "--format", help="text: YAML; json: a v1 List."),
 ) -> None:

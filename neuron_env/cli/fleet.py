@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import app, choices, emit, seconds
+from neuron_env.cli.app import app, choices, emit, positive, seconds
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
@@ -23,7 +23,8 @@ def doctor(
     s3_bucket: str = typer.Option(None, "--s3-bucket", help="Have SSM write full output here "
                                   "(else only 24,000 chars of stdout come back)."),
     s3_prefix: str = typer.Option("neuron-env", "--s3-prefix", help="Key prefix in the bucket."),
-    timeout: int = typer.Option(600, "--timeout", help="Execution timeout on each instance (s)."),
+    timeout: int = typer.Option(600, "--timeout", callback=positive,
+                                help="Execution timeout on each instance (s)."),
     doctor_args: str = typer.Option("", "--doctor-args", help="Extra doctor arguments, one "
                                     "shell-quoted string, e.g. \"--smoke --strict\"."),
     neuron_env: str = typer.Option("neuron-env", "--neuron-env", help="neuron-env on the "

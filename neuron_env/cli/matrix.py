@@ -4,7 +4,7 @@ from pathlib import Path
 
 import typer
 
-from neuron_env.cli.app import Fmt, emit, matrix_app, split
+from neuron_env.cli.app import Fmt, emit, matrix_app, output_dir, seconds, split
 
 MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>.toml from DIR "
                           "(repeatable).")
@@ -45,7 +45,8 @@ def matrix_validate(paths: list[Path] = typer.Argument(..., help="Matrix files o
 
 @matrix_app.command("import")
 def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.json."),
-                  out: Path = typer.Option(Path("matrices"), "--out", help="Directory to write "
+                  out: Path = typer.Option(Path("matrices"), "--out", callback=output_dir,
+                                           help="Directory to write "
                                            "neuron-<release>.toml files into."),
                   release: list[str] = typer.Option(None, "--release", help="Only these "
                                                     "releases (2.31.1, or 2.31 for all 2.31.x)."),
@@ -65,13 +66,15 @@ def matrix_update(source: str = typer.Option(..., "--from", metavar="URL|s3://BU
                                              "manifest (JSON) that pins each file's sha256."),
                   sha256: str = typer.Option(None, "--sha256", help="The pinned digest of a "
                                              "single matrix file (instead of #sha256=)."),
-                  into: Path = typer.Option(None, "--dir", help="Write here instead of the "
+                  into: Path = typer.Option(None, "--dir", callback=output_dir,
+                                            help="Write here instead of the "
                                             "user's matrix directory ($NEURON_ENV_MATRIX_DIR, "
                                             "else ~/.local/share/neuron-env/matrices)."),
                   ca_bundle: str = typer.Option(None, "--ca-bundle", metavar="FILE",
                                                 help="CA certificates for https:// (default: "
                                                 "the system's, or SSL_CERT_FILE)."),
                   timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS",
+                                                callback=seconds,
                                                 help="Limit for each download."),
                   allow_older: bool = typer.Option(False, "--allow-older", help="Also add "
                                                    "releases older than the newest known."),

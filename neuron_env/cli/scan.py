@@ -4,7 +4,7 @@ import sys
 
 import typer
 
-from neuron_env.cli.app import app, choices, emit, split
+from neuron_env.cli.app import app, choices, emit, positive, split
 
 ScanFmt = choices("ScanFmt", "text", "json", "sarif")
 Severity = choices("Severity", "info", "warning", "error", "never")
@@ -26,7 +26,8 @@ def scan(
                               "diff (applies with patch -p1); change nothing."),
     fix: bool = typer.Option(False, "--fix", help="Apply the safe rewrites to the files."),
     list_rules: bool = typer.Option(False, "--list-rules", help="Print the rules and exit."),
-    jobs: int = typer.Option(None, "--jobs", "-j", help="Processes (default: 1 for small "
+    jobs: int = typer.Option(None, "--jobs", "-j", callback=positive,
+                             help="Processes (default: 1 for small "
                              "trees, the CPU count for big ones)."),
     output: str = typer.Option(None, "--output", "-o", metavar="PATH", help="Write the "
                                "report to PATH instead of stdout (a symbolic link there is "

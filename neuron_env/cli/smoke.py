@@ -2,7 +2,17 @@
 
 import typer
 
-from neuron_env.cli.app import Device, Fmt, app, choices, emit, python_option, seconds, tolerance
+from neuron_env.cli.app import (
+    Device,
+    Fmt,
+    app,
+    choices,
+    emit,
+    positive,
+    python_option,
+    seconds,
+    tolerance,
+)
 
 Dtype = choices("Dtype", "float32", "bfloat16")
 
@@ -12,13 +22,15 @@ Dtype = choices("Dtype", "float32", "bfloat16")
 def smoke(
     python: str = python_option(),
     device: Device = typer.Option(Device.neuron, "--device", help="Where to compute."),
-    size: int = typer.Option(1024, "--size", min=1, help="Matmul size N (N x N)."),
+    size: int = typer.Option(1024, "--size", callback=positive,
+                             min=1, help="Matmul size N (N x N)."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The matmul dtype."),
     rtol: float = typer.Option(None, "--rtol", callback=tolerance,
                                help="Override the dtype's relative tolerance."),
     atol: float = typer.Option(None, "--atol", callback=tolerance,
                                help="Override the dtype's absolute tolerance."),
-    iterations: int = typer.Option(10, "--iterations", min=1, help="Steady-state iterations."),
+    iterations: int = typer.Option(10, "--iterations", callback=positive,
+                                   min=1, help="Steady-state iterations."),
     backward: bool = typer.Option(False, "--backward", help="Also an MLP training step."),
     compile: bool = typer.Option(False, "--compile", help="Also the MLP under torch.compile."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),

@@ -2,7 +2,20 @@
 
 import typer
 
-from neuron_env.cli.app import Device, app, choices, emit, python_option, seconds
+from neuron_env.cli.app import (
+    Device,
+    app,
+    choices,
+    count,
+    emit,
+    learning_rate,
+    output_path,
+    positive,
+    price,
+    python_option,
+    seconds,
+    tolerance,
+)
 
 Dtype = choices("Dtype", "float32", "bfloat16")
 
@@ -22,12 +35,17 @@ def trial(
     device: Device = typer.Option(Device.neuron, "--device", help="Where the model runs."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The dtype on the device."),
     autocast: bool = typer.Option(False, "--autocast", help="Run under autocast(bfloat16)."),
-    rtol: float = typer.Option(None, "--rtol", help="Relative tolerance (default per dtype)."),
-    atol: float = typer.Option(None, "--atol", help="Absolute tolerance, relative to each "
+    rtol: float = typer.Option(None, "--rtol", callback=tolerance,
+                               help="Relative tolerance (default per dtype)."),
+    atol: float = typer.Option(None, "--atol", callback=tolerance,
+                               help="Absolute tolerance, relative to each "
                                "tensor's largest reference magnitude (default per dtype)."),
-    steps: int = typer.Option(0, "--steps", help="Also N SGD steps; parameter drift compared."),
-    lr: float = typer.Option(0.01, "--lr", help="With --steps: the optimizer's learning rate."),
-    iterations: int = typer.Option(10, "--iterations", help="Steady-state timed runs."),
+    steps: int = typer.Option(0, "--steps", callback=count,
+                              help="Also N SGD steps; parameter drift compared."),
+    lr: float = typer.Option(0.01, "--lr", callback=learning_rate,
+                             help="With --steps: the optimizer's learning rate."),
+    iterations: int = typer.Option(10, "--iterations", callback=positive,
+                                   help="Steady-state timed runs."),
     compile: bool = typer.Option(False, "--compile", help="Also torch.compile(dynamic=False)."),
     compile_backend: str = typer.Option(None, "--compile-backend", metavar="NAME",
                                         help="With --compile: the backend (default: neuron "
@@ -38,24 +56,25 @@ def trial(
     batch_sizes: str = typer.Option(None, "--batch-sizes", metavar="N,..",
                                     help="Compiled batch-size sweep, "
                                          "e.g. 8,16,32."),
-    save_baseline: str = typer.Option(None, "--save-baseline", metavar="FILE",
+    save_baseline: str = typer.Option(None, "--save-baseline", callback=output_path, metavar="FILE",
                                       help="Save this run's tensors as a baseline."),
     baseline: str = typer.Option(None, "--baseline", metavar="FILE",
                                  help="Compare with a baseline saved elsewhere."),
     no_fallback: bool = typer.Option(False, "--no-fallback", help="A CPU fallback fails."),
     inference: bool = typer.Option(False, "--inference", help="Forward only, in eval mode: "
                                    "no backward, no optimizer."),
-    generate: int = typer.Option(0, "--generate", metavar="N", help="Also N greedy decode "
+    generate: int = typer.Option(0, "--generate", callback=count,
+                                 metavar="N", help="Also N greedy decode "
                                  "steps with the KV cache (generate()), tokens vs the CPU."),
-    seed: int = typer.Option(0, "--seed", help="Seed for weights and inputs."),
+    seed: int = typer.Option(0, "--seed", callback=count, help="Seed for weights and inputs."),
     timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", callback=seconds,
                                   help="Hard limit for the whole run."),
-    world_size: int = typer.Option(None, "--world-size", metavar="N",
+    world_size: int = typer.Option(None, "--world-size", callback=positive, metavar="N",
                                    help="Distributed trial: N ranks, each its shard of the "
                                         "batch, checked against one process."),
     strategy: Strategy = typer.Option(Strategy.ddp, "--strategy",
                                       help="With --world-size: DDP or FSDP2 (fully_shard)."),
-    nnodes: int = typer.Option(1, "--nnodes", metavar="M",
+    nnodes: int = typer.Option(1, "--nnodes", callback=positive, metavar="M",
                                help="With --world-size: M torchrun agents on this host (c10d "
                                     "rendezvous on loopback), a multi-node rehearsal."),
     print_launch: Launcher = typer.Option(None, "--print-launch",
@@ -64,7 +83,7 @@ def trial(
     collect: str = typer.Option(None, "--collect", metavar="RUN_DIR",
                                 help="With --world-size: the verdict of a run launched with "
                                      "--print-launch's commands, from its RUN_DIR."),
-    price_per_hour: float = typer.Option(None, "--price-per-hour", metavar="USD",
+    price_per_hour: float = typer.Option(None, "--price-per-hour", callback=price, metavar="USD",
                                          help="With --world-size: the instance's hourly "
                                               "price, for the cost."),
     instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE",

@@ -5,6 +5,7 @@ listed (on stderr) before it is written."""
 from __future__ import annotations
 
 import io
+import re
 import sys
 import tarfile
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from neuron_env.bundle import collect
 from neuron_env.report.envelope import envelope
 from neuron_env.report.model import Document
+from neuron_env.util.text import clean
 
 SCHEMA = "neuron-env.bundle/1"
 
@@ -52,34 +54,51 @@ def _members(opts: BundleOptions) -> tuple[list[tuple[str, str, str]], list[dict
     return members + logs, left_out
 
 
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def safe_name(name: str, fallback: str = "member") -> str:
+    """A member name that extracts where it says: every part a plain file name (no `..`, no
+    `/` at the start, no control character, nothing a shell or terminal reads: `_` instead)."""
+    parts = [_SAFE.sub("_", p) for p in name.split("/")]
+    parts = [p for p in parts if p.strip(".")]  # "", ".", ".." and "..." are no names
+    return "/".join(parts) or fallback
+
+
 def _write(path: Path, members: list[tuple[str, str, str]]) -> None:
     """The archive is made in memory (members are capped) and written as any output the user
-    names (util/atomic.write_output): a random exclusive temporary file renamed into place."""
+    names (util/atomic.write_output): a random exclusive temporary file renamed into place,
+    mode 0600 like its members (it holds logs and host details)."""
     from neuron_env.util.atomic import write_output
 
-    top = path.name.removesuffix(".tar.gz")
+    top = safe_name(path.name.removesuffix(".tar.gz"), "neuron-env-bundle")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, text, _ in members:
             data = text.encode("utf-8")
-            info = tarfile.TarInfo(f"{top}/{name}")
+            info = tarfile.TarInfo(f"{top}/{safe_name(name)}")
             info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
             tar.addfile(info, io.BytesIO(data))
-    write_output(path, buf.getvalue())
+    write_output(path, buf.getvalue(), mode=0o600)
 
 
 def run(opts: BundleOptions) -> Document:
     members, left_out = _members(opts)
     out = Path(opts.out or time.strftime("neuron-env-bundle-%Y%m%dT%H%M%S.tar.gz"))
+    members = [(safe_name(n), t, note) for n, t, note in members]
     listing = [{"name": n, "bytes": len(t.encode()), "source": note} for n, t, note in members]
-    sys.stderr.write(f"bundle {out}:\n" + "".join(
-        f"  {m['name']:<28} {m['bytes']:>9} B  {m['source']}\n" for m in listing))
-    sys.stderr.write("".join(f"  left out {x['path']}: {x['reason']}\n" for x in left_out))
+    # file names from the environment's owner: escaped before they reach a terminal
+    sys.stderr.write(clean(f"bundle {out}:\n" + "".join(
+        f"  {m['name']:<28} {m['bytes']:>9} B  {clean(m['source'], one_line=True)}\n"
+        for m in listing)))
+    sys.stderr.write("".join(clean(f"  left out {x['path']}: {x['reason']}", one_line=True)
+                             + "\n" for x in left_out))
     if not opts.list_only:
         _write(out, members)
     body = envelope(SCHEMA, 0, out=str(out.resolve()), written=not opts.list_only,
                     members=listing, left_out=left_out,
-                    masked="credentials in URLs (user:token@) are masked")
+                    masked="credentials are masked: URL user:token@, Authorization headers, "
+                           "AWS secret keys, token query parameters")
     return Document(body, text)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuron_env.commands import TOOL
 from neuron_env.probes.interpreter import resolve_target
 from neuron_env.report.model import Report, exit_code
@@ -9,19 +11,47 @@ from neuron_env.trial import runner, views
 from neuron_env.trial.options import TrialOptions, validate
 from neuron_env.util import proc
 
+if TYPE_CHECKING:
+    from neuron_env.util.atomic import PendingOutput
+
 SCHEMA = "neuron-env.trial/1"
 
 
-def start(python: str | None, opts: TrialOptions) -> tuple[str, str, proc.Running]:
-    """Validate, resolve the target and start it (before the rest of neuron-env is imported)."""
+Started = tuple[str, str, proc.Running, "PendingOutput | None"]
+
+
+def start(python: str | None, opts: TrialOptions) -> Started:
+    """Validate, resolve the target and start it (before the rest of neuron-env is imported).
+    --save-baseline FILE: the target writes a temporary file the one writer made next to FILE
+    (util/atomic.PendingOutput); it replaces FILE only once the baseline step passed."""
+    from neuron_env.util.atomic import PendingOutput
+
     validate(opts)
     path, by = resolve_target(python)
-    return path, by, runner.start(path, opts)
+    pending = PendingOutput(opts.save_baseline) if opts.save_baseline else None
+    try:
+        return path, by, runner.start(path, opts, pending.release() if pending else None), \
+            pending
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
 
 
-def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None) -> Report:
-    path, by, running = started
-    tr = runner.finish(running, path, opts, live)
+def trial(started: Started, opts: TrialOptions, live=None) -> Report:
+    path, by, running, pending = started
+    try:
+        tr = runner.finish(running, path, opts, live)
+    except BaseException:
+        if pending is not None:
+            pending.discard()
+        raise
+    if pending is not None:
+        saved = any(r.id == "trial.baseline" and r.status == "pass" for r in tr.results)
+        if saved:
+            pending.commit()
+        else:
+            pending.discard()
     target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
               "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
               "emulated": tr.emulated, **tr.info}

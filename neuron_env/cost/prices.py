@@ -5,6 +5,7 @@ environment (AWS_REGION, AWS_DEFAULT_REGION), IMDS on EC2, else us-east-1."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ def load_table(path: Path = TABLE) -> list[dict[str, Any]]:
                              f"date: {r}")
         usd = r.get("usd_per_hour")
         if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float))
-                                or usd < 0):
+                                or not math.isfinite(usd) or usd < 0):
             raise ValueError(f"{path}: usd_per_hour must be a number >= 0: {r}")
         if "note" in r and not (isinstance(r["note"], str) and r["note"].strip()):
             raise ValueError(f"{path}: note, when given, must be a non-empty string: {r}")
@@ -91,8 +92,9 @@ def host_region(flag: str | None, on_ec2: bool) -> tuple[str, str]:
 def choose(price_per_hour: float | None, instance_type: str | None, region: str | None,
            use_aws: bool) -> Price:
     if price_per_hour is not None:
-        if price_per_hour < 0:
-            raise UsageError("--price-per-hour must not be negative")
+        if not (math.isfinite(price_per_hour) and price_per_hour >= 0):
+            raise UsageError(f"--price-per-hour {price_per_hour}: a finite number >= 0 "
+                             "is expected (e.g. 1.34)")
         return Price(price_per_hour, instance_type, region or DEFAULT_REGION, "flag",
                      note="from --price-per-hour")
     where: str | None = "flag"

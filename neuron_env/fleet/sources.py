@@ -3,7 +3,6 @@ into aggregate.Entry objects. The only I/O of `fleet report`."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,16 @@ SSM_KEY = re.compile(r"(?:^|/)[0-9a-f-]{36}/(?P<iid>[^/]+)/awsrunShellScript/"
 
 def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
     """One report's bytes -> an Entry named by its instance id (else `name`)."""
-    try:
-        doc = json.loads(raw)
-    except RecursionError:
-        return Entry(name, source, unreadable="not a doctor report: JSON nested too deeply",
-                     **kw)
-    except (ValueError, UnicodeDecodeError) as e:
-        return Entry(name, source, unreadable=f"not JSON ({e})", **kw)
+    from neuron_env.errors import BadInput
+    from neuron_env.util.files import parse_json
+
+    try:  # the one reader's parser: depth-limited (a doctor report nests ~6 levels)
+        doc = parse_json(raw, "report", finite=False)
+    except BadInput as e:
+        why = e.message.removeprefix("report: ")
+        return Entry(name, source, unreadable=(
+            "not a doctor report: JSON nested too deeply" if "nested" in why
+            else f"not JSON ({why.removeprefix('is not valid JSON (').rstrip(')')})"), **kw)
     if not isinstance(doc, dict) or doc.get("schema") != DOCTOR:
         schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         return Entry(name, source, unreadable=f"not a doctor report (schema {schema!r}); "

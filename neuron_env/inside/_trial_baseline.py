@@ -27,21 +27,17 @@ def save_baseline(t, ident, path):
     tensors = {k: v.contiguous() for k, v in dict(t.dev_got, **getattr(t, "dev_params", {}))
                .items() if v is not None}
     meta = baseline_meta(t, ident)
-    tmp = made = None
+    # the parent made the file (util/atomic.PendingOutput, the one writer: random, exclusive,
+    # next to PATH, 0600) and renames it over PATH once this step passed; it is opened by name,
+    # never created, never through a link
+    tmp = t.opts.get("save_baseline_tmp")
     try:
-        # a random name created exclusively, never through a link (as util/atomic.temp_file;
-        # this script runs in the target without neuron-env on its path)
-        tmp = "%s.%s.tmp" % (path, os.urandom(8).hex())
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)
-        made = tmp
+        if not tmp:
+            raise OSError("no temporary file from neuron-env")
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "wb") as f:
             t.torch.save({"meta": json.dumps(meta), "tensors": tensors}, f)
-            os.fchmod(f.fileno(), 0o644)
-        os.replace(tmp, path)
     except OSError as e:
-        if made is not None and os.path.lexists(made):
-            os.unlink(made)
         raise Usage("--save-baseline %s: cannot write it: %s" % (path, e)) from None
     add("baseline", "pass", "saved %d tensors (outputs, loss, gradients%s) of the %s run to %s"
         % (len(tensors), ", parameters" if t.opts.get("steps") else "", t.device.type, path),

@@ -21,12 +21,12 @@ def path_for(prefix: str) -> str:
 
 def write(prefix: str, doc: dict) -> str:
     """Atomically (rename) write the manifest; returns its path."""
-    import json
 
     from neuron_env.util.atomic import write_atomic
 
     path = path_for(prefix)
-    write_atomic(path, json.dumps(redact.value(doc), indent=2, sort_keys=False) + "\n")
+    from neuron_env.util.jsonout import dumps
+    write_atomic(path, dumps(redact.value(doc), indent=2, sort_keys=False) + "\n")
     return path
 
 

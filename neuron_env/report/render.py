@@ -4,13 +4,13 @@ writes --report FORMAT:PATH."""
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
+from neuron_env.util.jsonout import dumps
 from neuron_env.util.text import clean
 from neuron_env.util.wrap import fit
 
@@ -42,7 +42,7 @@ def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",
 
 def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:
     if fmt == "json":
-        return json.dumps(out.serialize(), indent=2, default=str) + "\n"
+        return dumps(out.serialize(), indent=2) + "\n"
     if isinstance(out, Document):
         junit = getattr(out, "junit", None)
         if fmt == "junit" and junit is not None:  # fleet: one testcase per instance
@@ -70,7 +70,7 @@ def render_error(schema: str, code: int, error: dict[str, Any], fmt: str) -> str
 
     doc = error_envelope(schema, code, error)
     if fmt == "json":
-        return redact.text(json.dumps(doc, indent=2, default=str)) + "\n"
+        return redact.text(dumps(doc, indent=2)) + "\n"
     if fmt in RENDERERS:
         import importlib
 

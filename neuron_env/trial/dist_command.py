@@ -4,7 +4,6 @@ text and Markdown views, and the cost baseline file (--save-baseline)."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -31,24 +30,46 @@ class CostOptions:
     collect: str | None = None  # a RUN_DIR of a run launched with --print-launch's commands
 
 
+MAX_BASELINE = 4 * 1024 * 1024  # a cost baseline is < 1 KiB; a whole trial report a few KiB
+_BASELINE_FIELDS = (("samples_per_s", "number", False), ("step_s", "number", True),
+                    ("usd_per_hour", "number", True), ("usd_per_1000_samples", "number", True),
+                    ("usd_per_step", "number", True), ("label", "str", True),
+                    ("emulated", "bool", True), ("instance_type", "str", True),
+                    ("region", "str", True), ("price_source", "str", True),
+                    ("model", "str", True), ("device", "str", True),
+                    ("world_size", "int", True), ("strategy", "str", True))
+
+
 def read_baseline(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--baseline {path}: not a JSON cost baseline ({e})",
-                         hint="save one with: neuron-env trial MODEL --world-size N "
-                              "--save-baseline FILE on the environment you use today") from None
+    """`--baseline FILE` with --world-size: read by the one reader (util/files.read_json: a
+    regular file, capped, not too deep, no NaN/Infinity), then every field it may use checked
+    for its type (numbers finite, throughput > 0); only those fields are kept."""
+    from neuron_env.util.files import field, read_json
+
+    what = f"--baseline {path}"
+    hint = ("save one with: neuron-env trial MODEL --world-size N --save-baseline FILE on the "
+            "environment you use today")
+    doc = read_json(path, MAX_BASELINE, what)
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA:  # a whole trial JSON report
-        cost = next((r.get("details") or {} for r in doc.get("results", [])
-                     if r.get("id") == "trial.cost"), {})
-        doc = dict(cost.get("this") or {}, schema=BASELINE_SCHEMA)
-    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA or \
-            not doc.get("samples_per_s"):
-        raise UsageError(f"--baseline {path}: not a cost baseline from `trial --world-size`",
+        results = doc.get("results")
+        cost = next((r.get("details") for r in results if isinstance(r, dict)
+                     and r.get("id") == "trial.cost"), None) if isinstance(results, list) else None
+        this = cost.get("this") if isinstance(cost, dict) else None
+        doc = dict(this, schema=BASELINE_SCHEMA) if isinstance(this, dict) else {}
+    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
+        raise UsageError(f"{what}: not a cost baseline from `trial --world-size`",
                          hint="the one-process trial's tensor baselines are compared without "
-                              "--world-size")
-    return doc
+                              "--world-size; " + hint)
+    out: dict[str, Any] = {"schema": BASELINE_SCHEMA}
+    for key, kind, optional in _BASELINE_FIELDS:
+        v = field(doc, key, kind, what, optional=optional, lo=0 if kind in ("number", "int")
+                  else None)
+        if v is not None:
+            out[key] = v
+    if out["samples_per_s"] <= 0:
+        raise UsageError(f"{what}: `samples_per_s` is {out['samples_per_s']}: a throughput "
+                         "must be > 0", hint=hint)
+    return out
 
 
 def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label: str,
@@ -90,6 +111,10 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
     backend = dist.BACKENDS[o.device]
     r = dist.collect(c.collect, d) if c.collect else dist.run(python, o, d)
     main = dist.verdict(r, d, o.timeout, backend)
+    if main.status == "pass" and r.info.get("implausible"):  # --collect: figures no run makes
+        from neuron_env.util.record import replace
+
+        main = replace(main, status="warn", summary=f"{main.summary}; {r.info['implausible']}")
     emulated = bool((r.reference or {}).get("emulated"))
     if emulated:
         main = _tag(main)
@@ -125,9 +150,10 @@ def _tag(res: Result) -> Result:
 
 
 def _save(path: str, doc: dict[str, Any]) -> None:
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.util.atomic import write_output
+    from neuron_env.util.jsonout import dumps
 
-    write_atomic(os.path.abspath(path), json.dumps(doc, indent=2) + "\n")
+    write_output(os.path.abspath(path), dumps(doc, indent=2) + "\n")
 
 
 # -- views ----------------------------------------------------------------------------------------

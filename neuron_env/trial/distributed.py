@@ -97,9 +97,17 @@ def payload(o: TrialOptions, d: DistOptions, run_dir: str, role: str) -> dict[st
             "reference": os.path.join(run_dir, "reference.pt")}
 
 
-def _read(path: Path) -> str | None:
+MAX_SIDE_FILE = 1024 * 1024  # a rank's .steps/.error/.usage: lines and a traceback tail
+MAX_RANK_FILE = 16 * 1024 * 1024  # a rank's verdict: a row per parameter tensor
+
+
+def _read(path: Path, limit: int = MAX_SIDE_FILE) -> str | None:
+    """A progress file of the run directory, by the one reader (a FIFO or a device there is
+    not read: None, as a missing file)."""
+    from neuron_env.util.files import read_bounded
+
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path, limit).decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -109,15 +117,22 @@ def _state(run_dir: Path, rank: int, returncode: int | None = None,
     name = "reference" if rank < 0 else f"rank{rank}"
     lines = (_read(run_dir / f"{name}.steps") or "").splitlines()
     kind, _, last = lines[-1].partition(" ") if lines else ("step", "", "start-up")
-    doc_text = _read(run_dir / f"{name}.json")
+    doc_text = _read(run_dir / f"{name}.json", MAX_RANK_FILE)
     doc = None
     if doc_text:
-        with contextlib.suppress(ValueError):
-            doc = json.loads(doc_text)
+        from neuron_env.errors import BadInput
+        from neuron_env.util.files import parse_json
+
+        with contextlib.suppress(BadInput):
+            doc = parse_json(doc_text, f"{run_dir / name}.json", finite=False)
     usage = _read(run_dir / f"{name}.usage")
     if usage:
-        u = json.loads(usage)
-        raise UsageError(u["message"], hint=u.get("hint"))
+        from neuron_env.util.files import field, parse_json
+
+        what = f"{run_dir / name}.usage"
+        u = parse_json(usage, what)
+        raise UsageError(field(u, "message", "str", what),
+                         hint=field(u, "hint", "str", what, optional=True))
     return RankState(rank, last, kind == "call", doc, _read(run_dir / f"{name}.error"),
                      returncode, killed)
 
@@ -135,6 +150,8 @@ def _env(extra: dict[str, str], run_dir: str, world: int) -> dict[str, str]:
 def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
     """The reference, then the ranks, within o.timeout; the run directory is removed after."""
     t0 = time.monotonic()
+    if os.environ.get(PORT_VAR):
+        _port()  # a chosen port in use: said before minutes of reference run
     run_dir = tempfile.mkdtemp(prefix="neuron-env-trial-dist-")
     try:
         # the user's cwd kept: MODEL is named relative to it (as single-process trial)
@@ -161,21 +178,55 @@ def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
 
 def collect(run_dir: str, d: DistOptions) -> DistRun:
     """`--collect RUN_DIR`: the verdict of a run launched elsewhere (--print-launch's commands)
-    from the files its reference and ranks left in RUN_DIR."""
+    from the files its reference and ranks left in RUN_DIR, each read and checked by
+    trial/collected.py (the one reader, then every field) before any verdict."""
+    from neuron_env.trial import collected
+    from neuron_env.util.record import replace
+
     path = Path(run_dir)
-    if not (path / "reference.json").is_file():
+    if not os.path.lexists(path / "reference.json"):
         raise UsageError(f"--collect {run_dir}: no reference.json (run step 1 of "
                          "--print-launch's commands first)")
-    ref = _state(path, -1)
-    states = tuple(_state(path, r) for r in range(d.world_size))
+    ref = replace(_state(path, -1), doc=collected.reference(path / "reference.json"))
+    states = []
+    for r in range(d.world_size):
+        s = _state(path, r)
+        f = path / f"rank{r}.json"
+        doc = collected.rank(f, r, d.world_size, ref.doc or {}) if os.path.lexists(f) else None
+        states.append(replace(s, doc=doc))
     died = next((s.rank for s in states if s.error), None)
     missing = [s for s in states if s.doc is None]
-    return DistRun(ref.doc, states, 0.0, timed_out=bool(missing) and died is None, died=died,
-                   info={"launcher": f"collected from {run_dir}"})
+    info: dict[str, Any] = {"launcher": f"collected from {run_dir}"}
+    if not missing and died is None:
+        note = collected.plausible(ref.doc or {}, [s.doc for s in states if s.doc],
+                                   d.world_size)
+        if note:
+            info["implausible"] = note
+    return DistRun(ref.doc, tuple(states), 0.0, timed_out=bool(missing) and died is None,
+                   died=died, info=info)
 
 
 def _port() -> int:
-    return int(os.environ[PORT_VAR]) if os.environ.get(PORT_VAR) else free_port()
+    """The rendezvous port: a free one, or the one NEURON_ENV_TRIAL_PORT names, which must be
+    free: one in use is named as such (exit 2) before any rank starts, not blamed on rank 0."""
+    value = os.environ.get(PORT_VAR)
+    if not value:
+        return free_port()
+    import socket
+
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise UsageError(f"{PORT_VAR}={value!r}: not a TCP port (1-65535)")
+    port = int(value)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise UsageError(f"the rendezvous port 127.0.0.1:{port} ({PORT_VAR}) is already in "
+                             f"use by another process ({e.strerror or e}): no rank was started",
+                             hint=f"free the port, choose another {PORT_VAR}, or unset it "
+                                  "(a free port is then chosen)") from None
+    return port
 
 
 def _local(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: float) -> DistRun:

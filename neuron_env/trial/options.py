@@ -12,6 +12,7 @@ DEVICES = ("neuron", "cpu", "cuda")
 DTYPES = ("float32", "bfloat16")
 DEFAULT_TIMEOUT = 600.0
 BUILTINS = ("mlp", "conv", "transformer-block", "embedding")  # inside/trial.py builds them
+MAX_BASELINE = 8 * 1024 ** 3  # a tensor baseline; a larger file is not one
 _MODEL = re.compile(r"^(builtin:[\w-]+|[\w.]+:[\w.]+|.+\.py:[\w.]+)$")
 
 
@@ -109,9 +110,10 @@ def validate(o: TrialOptions) -> None:
     if o.save_baseline and o.baseline:
         raise UsageError("--save-baseline and --baseline: give one of them",
                          hint="save on the environment used today, compare on the Trainium host")
-    if o.baseline and not os.path.isfile(o.baseline):
-        raise UsageError(f"--baseline {o.baseline}: no such file",
-                         hint="make one with --save-baseline FILE on the reference environment")
+    if o.baseline:  # the one reader's check: a FIFO or /dev/zero is refused here, never read
+        from neuron_env.util.files import check_regular
+
+        check_regular(o.baseline, MAX_BASELINE, f"--baseline {o.baseline}")
     path = o.model.rpartition(":")[0]
     if path.endswith(".py") and not os.path.isfile(path):
         raise UsageError(f"MODEL {o.model!r}: no such file {path}")

@@ -15,9 +15,11 @@ from neuron_env.util import proc
 TrialRun = TargetRun  # one run-result type (neuron_env/target/outcome.py)
 
 
-def start(python: str, opts: TrialOptions) -> proc.Running:
-    """Start the target now: it imports torch while neuron-env imports the rest of itself."""
-    return launch.spawn_script(python, "trial.py", opts.payload(), timeout=opts.timeout,
+def start(python: str, opts: TrialOptions, baseline_tmp: str | None = None) -> proc.Running:
+    """Start the target now: it imports torch while neuron-env imports the rest of itself.
+    baseline_tmp: the temporary file (util/atomic.PendingOutput) --save-baseline writes into."""
+    payload = dict(opts.payload(), save_baseline_tmp=baseline_tmp)
+    return launch.spawn_script(python, "trial.py", payload, timeout=opts.timeout,
                                keep_cwd=True)  # MODEL names are relative to the cwd
 
 

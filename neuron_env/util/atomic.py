@@ -7,10 +7,15 @@
   target under a temporary name and renamed into place, so a reader never sees half a file;
   mode 0644 by default whatever the umask (they hold no secret). A symlink at the path is
   replaced (rename never follows it), never written through.
-- `write_output`: a path the user named (`--report FORMAT:PATH`, `bundle --out`): a character
-  device or FIFO (`/dev/null`, `/dev/stdout`, a pipe) is written THROUGH, never replaced; a
-  symlink to a regular file is refused (`RefusedPath`): neuron-env, often root, never follows a
-  link into another owner's file nor silently replaces a link the admin made.
+- `write_output` / `output_file` / `check_output`: THE writer of every path a user names
+  (`--report FORMAT:PATH`, `trial --save-baseline`, `bundle --out`, `matrix import --out`; the
+  CLI checks each such option with `cli/app.output_path` while parsing, and
+  tests/unit/test_one_writer.py walks the typer app to prove it). A device (`/dev/null`), a
+  FIFO, a socket, a directory or a symbolic link is refused (`errors.RefusedPath`, exit 2) and
+  left untouched; a regular file (or a new name) gets a temporary file in the same directory,
+  renamed over it (rename never follows a link), with the mode the caller asked for. The only
+  exception: the names of our own descriptors (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+  `/proc/self/fd/N`), written to that descriptor.
 - `safe_umask`: the umask made at least 022 while neuron-env (and the installers it starts,
   which inherit it) create files.
 """
@@ -23,16 +28,12 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from neuron_env.errors import RefusedPath
+
 FILE_MODE = 0o644
 _FD_PATHS = {"/dev/stdout": 1, "/dev/stderr": 2}
 
 
-class RefusedPath(OSError):
-    """A path neuron-env will not write: `str()` says why, for the user."""
-
-    def __init__(self, path: str | os.PathLike, why: str) -> None:
-        super().__init__(f"{path} {why}")
-        self.path, self.why = str(path), why
 
 
 @contextlib.contextmanager
@@ -116,24 +117,109 @@ def _fd_of(path: str) -> int | None:
     return None
 
 
-def _through(path: str, data: bytes) -> None:
-    """Write into an existing character device or FIFO (no create, no truncate)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+def own_descriptor(path: str | os.PathLike) -> int | None:
+    """The descriptor of ours a user-named path means (`/dev/stdout`...), else None."""
+    name = os.fspath(path)
+    return _fd_of(os.path.normpath(name) if name.startswith("/") else name)
+
+
+def _kind(mode: int) -> str | None:
+    """Why a file of this mode is not written (None: a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    return ("is a FIFO" if stat.S_ISFIFO(mode) else "is a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "is a socket"
+            if stat.S_ISSOCK(mode) else "is a directory" if stat.S_ISDIR(mode)
+            else "is not a regular file")
+
+
+def check_output(path: str | os.PathLike) -> None:
+    """RefusedPath unless `path` is a new name, a regular file (not a link) or one of our own
+    descriptors. Never opens, never follows a link (lstat)."""
+    if own_descriptor(path) is not None:
+        return
     try:
-        st = os.fstat(fd)  # what was opened, not what the name pointed to a moment before
-        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-            raise RefusedPath(path, "changed while it was opened; not written")
-        os.set_blocking(fd, True)
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
+        lst = os.lstat(path)
+    except OSError:  # not there (or its directory is not): the write itself says why
+        return
+    why = _kind(lst.st_mode)
+    if why is None:
+        return
+    if stat.S_ISLNK(lst.st_mode):
+        why += f" (to {os.readlink(os.fspath(path))}); neuron-env never writes through links"
+    raise RefusedPath(path, f"{why}, not a regular file: neuron-env does not write to it; "
+                            "give the path of a regular file")
+
+
+class PendingOutput:
+    """A temporary file next to a user-named `path` (random name, exclusive, never through a
+    link, 0600), for content written elsewhere (the target interpreter's torch.save opens
+    `tmp` by name without O_CREAT). `commit()` checks the target again and renames the file
+    over it with `mode`; `discard()` removes it."""
+
+    def __init__(self, path: Path | str, mode: int = FILE_MODE) -> None:
+        check_output(path)
+        self.path, self.mode = Path(path), mode
+        try:
+            with safe_umask():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd, self.tmp = temp_file(self.path.parent, prefix=f".{self.path.name}.")
+        except RefusedPath:
+            raise
+        except OSError as e:  # a read-only or missing directory: exit 2, said plainly
+            raise RefusedPath(path, f"cannot be written: {e.strerror or e}") from None
+
+    def commit(self) -> None:
+        try:
+            if self.fd < 0:  # written by another process: reopen OUR file, never a link
+                self.fd = os.open(self.tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            if not stat.S_ISREG(os.fstat(self.fd).st_mode):
+                raise RefusedPath(self.tmp, "was replaced while it was written")
+            os.fchmod(self.fd, self.mode)
+            self._close()
+            check_output(self.path)
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+
+    def release(self) -> str:
+        """Close our descriptor (another process writes the file by name): its path."""
+        self._close()
+        return self.tmp
+
+    def discard(self) -> None:
+        self._close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+
+    def _close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def output_file(path: Path | str, mode: int = FILE_MODE) -> Iterator[int]:
+    """The descriptor of a PendingOutput: committed on a clean exit, discarded on an error."""
+    out = PendingOutput(path, mode)
+    try:
+        yield out.fd
+    except BaseException:
+        out.discard()
+        raise
+    out.commit()
 
 
 def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) -> None:
-    """A file the user named: devices and FIFOs written through, regular files replaced
-    atomically (mode 0644), a symlink to anything else refused (RefusedPath)."""
-    data, name = _data(content), os.fspath(path)
-    fd = _fd_of(os.path.normpath(name) if name.startswith("/") else name)
+    """THE writer of a path the user named: one of our own descriptors (`/dev/stdout`...) is
+    written to; a new name or a regular file is replaced atomically with `mode`; anything else
+    (device, FIFO, socket, directory, symbolic link) is refused (RefusedPath, exit 2),
+    untouched."""
+    data = _data(content)
+    fd = own_descriptor(path)
     if fd is not None:  # our own stdout/stderr: whatever it is (tty, pipe, a file), write to it
         import sys
 
@@ -143,23 +229,9 @@ def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) 
         _write_all(fd, data)
         return
     try:
-        lst = os.lstat(name)
-    except FileNotFoundError:
-        write_atomic(name, data, mode)
-        return
-    if stat.S_ISLNK(lst.st_mode):
-        try:
-            st = os.stat(name)
-        except OSError:
-            raise RefusedPath(name, "is a dangling symbolic link; give the real path") from None
-        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            _through(name, data)
-            return
-        raise RefusedPath(name, f"is a symbolic link (to {os.path.realpath(name)}); neuron-env "
-                                "does not write through links: give the real path")
-    if stat.S_ISCHR(lst.st_mode) or stat.S_ISFIFO(lst.st_mode):
-        _through(name, data)
-    elif stat.S_ISREG(lst.st_mode):
-        write_atomic(name, data, mode)
-    else:
-        raise RefusedPath(name, "is not a regular file, a character device or a FIFO")
+        with output_file(path, mode) as out:
+            _write_all(out, data)
+    except RefusedPath:
+        raise
+    except OSError as e:  # a full disk, a read-only file system: exit 2, said plainly
+        raise RefusedPath(path, f"cannot be written: {e.strerror or e}") from None

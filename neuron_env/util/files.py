@@ -1,14 +1,22 @@
-"""Reading files that someone else controls (a mounted image under --root, a matrix path):
-regular files only, never more than a cap, symlinks resolved inside the root as chroot would.
-A FIFO, /dev/zero or a 10 GB file becomes a clear problem, never a hang or a MemoryError."""
+"""THE reader of what someone else controls (a mounted image under --root, a matrix path,
+`trial --baseline`, `trial --collect`'s rank files, fleet reports, `--ca-bundle`, HTTP bodies):
+regular files only (opened O_NONBLOCK and checked on the descriptor: a FIFO or /dev/zero is
+refused at once, never read), never more than a cap, symlinks resolved inside the root as
+chroot would; JSON with a depth limit and no NaN/Infinity unless asked; then typed fields
+(`field`). A network body has a whole-read deadline (`read_body`). Every bad input is one clear
+error (errors.BadInput, exit 2; CommandTimeout, exit 4), never a hang, a MemoryError or a
+traceback (docs/security.md, "One reader")."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
-from neuron_env.errors import FileProblem
+from neuron_env.errors import BadInput, FileProblem
 
 MAX_LINKS = 40  # as the kernel's ELOOP
 
@@ -89,3 +97,190 @@ def resolve_in_root(root: Path, rel: str) -> Path:
             cur = []
         parts = [p for p in target.split("/") if p and p != "."] + parts
     return root.joinpath(*cur)
+
+
+# -- the one reader of untrusted documents (issue #36): bounded, non-blocking, depth-limited,
+# finite by default, then checked field by field ------------------------------------------------
+MAX_DEPTH = 64  # no document neuron-env reads nests deeper than ~8
+
+
+def _bad(what: str, why: str) -> BadInput:
+    return BadInput(f"{what}: {why}")
+
+
+def _depth(doc: Any) -> int:
+    """The nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows (RFC 8259)")
+
+
+def parse_json(data: bytes | str, what: str, *, depth: int = MAX_DEPTH,
+               finite: bool = True) -> Any:
+    """A JSON document from someone else: BadInput (exit 2) when it is not UTF-8 JSON, nests
+    deeper than `depth`, or (finite=True) holds NaN/Infinity."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        doc = json.loads(text, parse_constant=None if not finite else _no_constant)
+    except RecursionError:
+        raise _bad(what, f"is nested more than {depth} levels deep: not the document expected "
+                         "here") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise _bad(what, f"is not valid JSON ({e})") from None
+    if _depth(doc) > depth:
+        raise _bad(what, f"is nested more than {depth} levels deep: not the document expected "
+                         "here")
+    return doc
+
+
+def check_regular(path: str | os.PathLike, limit: int, what: str) -> None:
+    """BadInput unless `path` is a regular file of at most `limit` bytes (opened O_NONBLOCK,
+    checked on the descriptor, closed: for a file another process reads, e.g. torch.load)."""
+    try:
+        fd = _open_regular(path, nofollow=False)
+    except FileProblem as e:
+        raise _bad(what, e.why) from None
+    except FileNotFoundError:
+        raise _bad(what, "no such file") from None
+    except OSError as e:
+        raise _bad(what, f"cannot be read: {e.strerror or e}") from None
+    try:
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise _bad(what, f"is larger than {limit} bytes: not the file expected here")
+
+
+def read_json(path: str | os.PathLike, limit: int, what: str, *, depth: int = MAX_DEPTH,
+              finite: bool = True) -> Any:
+    """THE reader of an untrusted JSON file (`--baseline`, `trial --collect`'s rank files):
+    a regular file (a FIFO or a device is refused at once, never read), at most `limit` bytes,
+    then parse_json. Every failure is BadInput (exit 2) naming `what`."""
+    try:
+        data = read_bounded(path, limit, nofollow=False)
+    except FileProblem as e:
+        raise _bad(what, e.why) from None
+    except FileNotFoundError:
+        raise _bad(what, "no such file") from None
+    except OSError as e:
+        raise _bad(what, f"cannot be read: {e.strerror or e}") from None
+    return parse_json(data, what, depth=depth, finite=finite)
+
+
+_KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "number": (int, float),
+                                       "any_number": (int, float), "str": (str,),
+                                       "bool": (bool,), "dict": (dict,), "list": (list,)}
+
+
+def _as_number(v: Any) -> float:
+    try:
+        return float(v)
+    except OverflowError:  # a 400-digit integer
+        return math.inf
+
+
+def field(doc: Any, key: str, kind: str, what: str, *, optional: bool = False,
+          lo: float | None = None, hi: float | None = None) -> Any:
+    """doc[key], checked: `kind` int | number (finite) | any_number (inf allowed, not NaN) |
+    str | bool | dict | list; within [lo, hi] for numbers. BadInput (exit 2) naming `what`
+    and the field otherwise; None when optional and missing or null."""
+    if not isinstance(doc, dict):
+        raise _bad(what, f"is a JSON {type(doc).__name__}, not an object")
+    v: Any = doc.get(key)
+    if v is None:
+        if optional:
+            return None
+        raise _bad(what, f"has no `{key}` ({kind} expected)")
+    if not isinstance(v, _KINDS[kind]) or (kind != "bool" and isinstance(v, bool)):
+        raise _bad(what, f"`{key}` is {type(v).__name__}, not {kind}")
+    if kind in ("number", "any_number", "int"):
+        num = _as_number(v)
+        if math.isnan(num) or (kind != "any_number" and not math.isfinite(num)):
+            raise _bad(what, f"`{key}` is {v}: a finite number is expected")
+        if (lo is not None and num < lo) or (hi is not None and num > hi):
+            raise _bad(what, f"`{key}` is {v}: expected within [{lo}, {hi}]")
+    return v
+
+
+# -- network bodies and CA bundles --------------------------------------------------------------
+def _socket_of(resp: Any) -> Any:
+    """The socket under an http.client response (urllib's), or None."""
+    raw = getattr(getattr(resp, "fp", None), "raw", None)
+    return getattr(raw, "_sock", None)
+
+
+def read_body(resp: Any, limit: int, deadline_s: float, what: str) -> bytes:
+    """THE reader of an HTTP(S) body (an http.client/urllib response): at most `limit` bytes
+    and the WHOLE read within `deadline_s` seconds. A socket timeout bounds one recv only (a
+    server sending a byte a second never trips it); here each recv gets only the time left,
+    so a trickling server ends in CommandTimeout (exit 4) at the deadline. Over the cap:
+    BadInput (exit 2)."""
+    import time
+
+    from neuron_env.errors import CommandTimeout
+
+    end = time.monotonic() + deadline_s
+    sock, size = _socket_of(resp), 0
+    chunks: list[bytes] = []
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise CommandTimeout(f"{what}: the body did not arrive within {deadline_s:g} s "
+                                 f"({size} bytes read)")
+        if sock is not None:
+            sock.settimeout(left)
+        try:
+            b = resp.read1(min(1 << 16, limit + 1 - size)) if hasattr(resp, "read1") \
+                else resp.read(min(1 << 16, limit + 1 - size))
+        except TimeoutError:
+            raise CommandTimeout(f"{what}: the body did not arrive within {deadline_s:g} s "
+                                 f"({size} bytes read)") from None
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+        size += len(b)
+        if size > limit:
+            raise _bad(what, f"is larger than {limit} bytes: not the document expected here")
+
+
+MAX_CA_BUNDLE = 4 * 1024 * 1024
+
+
+def ssl_context(ca_bundle: str | None) -> Any:
+    """An ssl.SSLContext trusting `ca_bundle` (PEM), read by THE reader (a FIFO or a device is
+    refused at once: `create_default_context(cafile=FIFO)` blocked for ever), else the system's
+    CAs. BadInput (exit 2) for a bundle that cannot be used."""
+    import ssl
+
+    if ca_bundle is None:
+        return ssl.create_default_context()
+    what = f"--ca-bundle {ca_bundle}"
+    try:
+        pem = read_bounded(ca_bundle, MAX_CA_BUNDLE)
+    except FileProblem as e:
+        raise _bad(what, e.why) from None
+    except OSError as e:
+        raise _bad(what, f"cannot be read: {e.strerror or e}") from None
+    try:
+        return ssl.create_default_context(cadata=pem.decode("ascii"))
+    except (ValueError, ssl.SSLError, UnicodeDecodeError) as e:
+        raise _bad(what, f"holds no usable PEM certificate ({e})") from None
+
+
+def require_https_for_ca(url: str, ca_bundle: str | None) -> None:
+    """--ca-bundle with a URL that is not https:// would be silently unused: refused."""
+    if ca_bundle is not None and not url.lower().startswith("https://"):
+        from neuron_env.errors import UsageError
+
+        raise UsageError(f"--ca-bundle {ca_bundle} with {url.split('://')[0]}:// : a CA bundle "
+                         "only means something for https:// (it would be ignored)",
+                         hint="use an https:// URL, or drop --ca-bundle")

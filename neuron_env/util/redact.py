@@ -66,9 +66,31 @@ def _text(s: str) -> str:
     return "".join(out)
 
 
+# secrets outside a URL's userinfo (issue #36): an HTTP Authorization header's credentials, the
+# AWS CLI's credentials file keys, and token-like URL query parameters. The name is kept, the
+# value becomes ***.
+_SECRET = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)\s+)?)([^\s'\",;]+)"
+    r"|(\b(?:aws_secret_access_key|aws_session_token|aws_security_token|secret_access_key"
+    r"|secretaccesskey|sessiontoken)[\"']?\s*[:=]\s*[\"']?)([^\s'\",;]+)"
+    r"|([?&;](?:private_token|access_token|auth_token|refresh_token|id_token|token|password"
+    r"|passwd|secret|client_secret|api_key|apikey|x-amz-signature|x-amz-security-token"
+    r"|x-amz-credential|signature|sig)=)([^&\s'\"#<>]+)")
+_HINT = re.compile(r"(?i)authoriz|secret|token|passw|api_?key|x-amz-|sig")
+
+
+def _secret(m: re.Match[str]) -> str:
+    head = m.group(1) or m.group(3) or m.group(5)
+    return head + "***"
+
+
 def text(s: str) -> str:
-    """`s` with the userinfo of every URL in it shown as `***@`."""
-    return _text(s) if "@" in s else s
+    """`s` with the userinfo of every URL in it shown as `***@`, and the value of every
+    Authorization header, AWS secret key and token query parameter as `***`."""
+    if "@" in s:
+        s = _text(s)
+    return _SECRET.sub(_secret, s) if _HINT.search(s) else s
 
 
 def value(v: Any) -> Any:

@@ -121,12 +121,12 @@ def test_a_rendezvous_port_in_use_is_named(torch_python):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        doc, r = trial(torch_python, "builtin:mlp", "--world-size", "2", "--device", "cpu",
-                       "--timeout", "45", NEURON_ENV_TRIAL_PORT=str(s.getsockname()[1]),
-                       **{procs.VAR: tok})
-    d = r["trial.distributed"]
-    assert doc["exit_code"] == 4 and "rank 0 died" in d["summary"], d["summary"]
-    assert "EADDRINUSE" in d["summary"] or "address already in use" in d["summary"]
+        doc, _r = trial(torch_python, "builtin:mlp", "--world-size", "2", "--device", "cpu",
+                        "--timeout", "45", NEURON_ENV_TRIAL_PORT=str(s.getsockname()[1]),
+                        **{procs.VAR: tok})
+    # issue #36: named as the port, before any rank starts (it was "rank 0 died", exit 4)
+    assert doc["exit_code"] == 2 and "already in use" in doc["error"]["message"], doc
+    assert "rank 0" not in doc["error"]["message"]
     assert procs.with_token(tok) == []
 
 
@@ -235,5 +235,9 @@ def test_the_printed_torchrun_commands_run_and_collect(torch_python, tmp_path):
     _doc, r = trial(torch_python, "builtin:mlp", "--world-size", "2", "--device", "cpu",
                     "--collect", str(run_dir))
     d = r["trial.distributed"]
-    assert d["status"] == "pass" and d["details"]["launcher"].startswith("collected from"), d
+    # a loaded host can time the one-rank reference slowly: an efficiency no run reaches is
+    # a warn naming it, never a pass (issue #36); otherwise a pass
+    assert d["status"] == "pass" or (d["status"] == "warn" and "scaling efficiency" in
+                                     d["summary"]), d
+    assert d["details"]["launcher"].startswith("collected from"), d
     assert procs.with_token(tok) == []

@@ -25,23 +25,27 @@ def _null_device(path) -> None:
 
 # -- 1. --report onto devices, FIFOs, symlinks -------------------------------------------------
 @needs_root
-def test_report_onto_a_device_or_a_link_to_one_writes_through(tmp_path):
+def test_report_onto_a_device_or_a_link_to_one_is_refused(tmp_path):
+    """Issue #36 turned round 2's "written through" into "refused": the one writer writes
+    regular files only (tests/unit/test_one_writer.py walks every output option)."""
     dev, link = tmp_path / "null", tmp_path / "report.json"
     _null_device(dev)
     link.symlink_to(dev)
-    atomic.write_output(dev, "{}\n")
-    atomic.write_output(link, "{}\n")
+    for p in (dev, link):
+        with pytest.raises(atomic.RefusedPath):
+            atomic.write_output(p, "{}\n")
     assert stat.S_ISCHR(os.lstat(dev).st_mode), "the device was replaced by a regular file"
     assert os.path.islink(link) and os.readlink(link) == str(dev)
 
 
-def test_report_onto_a_fifo_is_written_through(tmp_path):
+def test_report_onto_a_fifo_is_refused_never_read_or_written(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        atomic.write_output(fifo, "hello\n")
-        assert os.read(r, 100) == b"hello\n"
+        with pytest.raises(atomic.RefusedPath, match="FIFO"):
+            atomic.write_output(fifo, "hello\n")
+        assert os.read(r, 100) == b""
     finally:
         os.close(r)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

@@ -1,0 +1,103 @@
+"""`trial --world-size N --collect RUN_DIR`: the files a run launched elsewhere left behind,
+read by the one reader (util/files.read_json: regular files only, capped, depth-limited) and
+checked before any verdict is made from them. RUN_DIR is written by other processes, often on
+a shared file system: a missing field, a wrong type, a NaN step time, a rank file that claims
+another rank or another world size, shards that do not tile the batch, or a throughput no run
+can reach is one clear error (exit 2), never a traceback and never a pass (issue #36, item 11).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from neuron_env.errors import BadInput
+from neuron_env.trial.distributed import MAX_RANK_FILE, throughput
+from neuron_env.util.files import field, read_json
+
+MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
+_ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
+        ("max_abs", "number", True), ("excess", "any_number", False),
+        ("mismatched", "int", False), ("numel", "int", False))
+
+
+def _rows(doc: dict[str, Any], key: str, what: str) -> None:
+    rows = field(doc, key, "list", what)
+    for i, row in enumerate(rows):
+        for name, kind, optional in _ROW:
+            field(row, name, kind, f"{what} `{key}[{i}]`", optional=optional, lo=0)
+
+
+def reference(path: Path) -> dict[str, Any]:
+    what = f"--collect: {path}"
+    doc = read_json(path, MAX_RANK_FILE, what, finite=False)
+    batch = field(doc, "batch", "int", what, lo=1)
+    per = field(doc, "per_rank_batch", "int", what, lo=1, hi=batch)
+    field(doc, "one_rank_step_s", "number", what, lo=0)
+    field(doc, "whole_batch_step_s", "number", what, lo=0)
+    field(doc, "tensors", "int", what, lo=0)
+    for key in ("device", "torch"):
+        field(doc, key, "str", what)
+    field(doc, "emulated", "bool", what)
+    if batch % per:
+        raise BadInput(f"{what}: per_rank_batch {per} does not divide the batch {batch}")
+    return doc
+
+
+def rank(path: Path, expect: int, world: int, ref: dict[str, Any]) -> dict[str, Any]:
+    """rank<expect>.json, which must say it is rank `expect` of `world` and hold its shard."""
+    what = f"--collect: {path}"
+    doc = read_json(path, MAX_RANK_FILE, what, finite=False)
+    got = field(doc, "rank", "int", what, lo=0)
+    if got != expect:
+        raise BadInput(f"{what}: says rank {got}, but it is rank {expect}'s file: a copied or "
+                       "forged rank file")
+    size = field(doc, "world_size", "int", what, lo=1)
+    if size != world:
+        raise BadInput(f"{what}: written by a run of world size {size}, not --world-size "
+                       f"{world}: the files in RUN_DIR come from different runs")
+    for key in ("host", "device", "torch"):
+        field(doc, key, "str", what)
+    field(doc, "emulated", "bool", what)
+    field(doc, "pid", "int", what, lo=0, optional=True)
+    field(doc, "first_step_s", "number", what, lo=0)
+    step = field(doc, "step_s", "number", what, lo=0)
+    if step <= 0:
+        raise BadInput(f"{what}: `step_s` is {step}: a step takes some time")
+    field(doc, "params_checked", "int", what, lo=0)
+    for key in ("initial", "outputs", "losses"):
+        _rows(doc, key, what)
+    if not doc["losses"]:
+        raise BadInput(f"{what}: `losses` is empty: the rank ran no step")
+    worst = field(doc, "worst_param", "dict", what, optional=True)
+    if worst is not None:
+        for name, kind, optional in _ROW:
+            field(worst, name, kind, f"{what} `worst_param`", optional=optional, lo=0)
+    bad = field(doc, "bad_params", "list", what)
+    if not all(isinstance(x, str) for x in bad):
+        raise BadInput(f"{what}: `bad_params` must be a list of tensor names")
+    shard = field(doc, "shard", "list", what)
+    per = int(ref["per_rank_batch"])
+    if shard != [expect * per, (expect + 1) * per]:
+        raise BadInput(f"{what}: shard {shard!r} is not rank {expect}'s slice "
+                       f"[{expect * per}, {(expect + 1) * per}) of the batch")
+    return doc
+
+
+def plausible(ref: dict[str, Any], docs: list[dict[str, Any]], world: int) -> str | None:
+    """The figures must be ones a run can produce: an inconsistent batch or step count is an
+    error; a scaling efficiency above MAX_EFFICIENCY is a note (the verdict becomes `warn`, never
+    `pass`): a forged file claims it, but so does a real run whose one-rank timing was taken on
+    a loaded host (measured: 12% to 357% for the same tiny run on a busy 2-core machine)."""
+    if int(ref["batch"]) != world * int(ref["per_rank_batch"]):
+        raise BadInput(f"--collect: reference.json's batch {ref['batch']} is not --world-size "
+                       f"{world} x per_rank_batch {ref['per_rank_batch']}")
+    steps = {len(d["losses"]) for d in docs}
+    if len(steps) > 1:
+        raise BadInput(f"--collect: the ranks ran different numbers of steps ({sorted(steps)})")
+    eff = throughput(ref, docs, world).get("scaling_efficiency")
+    if eff is not None and eff > MAX_EFFICIENCY:
+        return (f"a scaling efficiency of {eff * 100:.0f}% (above {MAX_EFFICIENCY * 100:.0f}%) "
+                "is not one N ranks reach: the step times in RUN_DIR are not comparable (files "
+                "from different runs or hosts, a loaded host, or edited)")
+    return None
