@@ -4,7 +4,7 @@ import sys
 
 import typer
 
-from neuron_env.cli.app import app, choices, emit, positive, split
+from neuron_env.cli.app import app, choices, emit, output_path, positive, split
 
 ScanFmt = choices("ScanFmt", "text", "json", "sarif")
 Severity = choices("Severity", "info", "warning", "error", "never")
@@ -29,7 +29,8 @@ def scan(
     jobs: int = typer.Option(None, "--jobs", "-j", callback=positive,
                              help="Processes (default: 1 for small "
                              "trees, the CPU count for big ones)."),
-    output: str = typer.Option(None, "--output", "-o", metavar="PATH", help="Write the "
+    output: str = typer.Option(None, "--output", "-o", metavar="PATH", callback=output_path,
+                               help="Write the "
                                "report to PATH instead of stdout (a symbolic link there is "
                                "refused). End the options with -- before file names."),
 ) -> None:

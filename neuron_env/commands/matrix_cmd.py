@@ -196,40 +196,8 @@ def import_manifest(manifest: Path, out_dir: Path, releases: list[str], dry_run:
 
 
 def _write_all(out_dir: Path, files: list[tuple[str, str]]) -> None:
-    """All of `files` into `out_dir`, or none: each target is checked (absent, or a regular
-    file or a link, which the rename replaces and never follows), the files are written into a
-    private temporary directory there, then renamed into place."""
-    import os
-    import shutil
-    import stat
-    import tempfile
+    """All the imported files or none (util/atomic.write_all: a private staging directory in
+    --out, then renamed into place; an error is a ConfigurationError naming --out)."""
+    from neuron_env.util.atomic import write_all
 
-    from neuron_env.errors import ConfigurationError
-    from neuron_env.util.atomic import safe_umask, write_atomic
-
-    try:
-        with safe_umask():
-            out_dir.mkdir(parents=True, exist_ok=True)
-        for name, _ in files:
-            try:
-                st = os.lstat(out_dir / name)
-            except FileNotFoundError:
-                continue
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-                raise ConfigurationError(f"{out_dir / name} is there and is not a file: "
-                                         "nothing written", hint="move it away, or pick "
-                                         "another --out")
-        stage = Path(tempfile.mkdtemp(prefix=".neuron-env-import-", dir=out_dir))
-    except OSError as e:
-        raise ConfigurationError(f"--out {out_dir}: cannot be written: {e.strerror or e}",
-                                 hint="pick a directory you can write") from None
-    try:
-        for name, text in files:
-            write_atomic(stage / name, text)
-        for name, _ in files:
-            os.replace(stage / name, out_dir / name)
-    except OSError as e:
-        raise ConfigurationError(f"--out {out_dir}: cannot be written: {e.strerror or e}",
-                                 hint="pick a directory you can write") from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    write_all(out_dir, files, flag="--out")

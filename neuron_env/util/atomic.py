@@ -16,6 +16,7 @@
   renamed over it (rename never follows a link), with the mode the caller asked for. The only
   exception: the names of our own descriptors (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
   `/proc/self/fd/N`), written to that descriptor.
+- `write_all`: several files into one directory, all or none (`matrix import --out`).
 - `safe_umask`: the umask made at least 022 while neuron-env (and the installers it starts,
   which inherit it) create files.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from neuron_env.errors import RefusedPath
@@ -235,3 +236,43 @@ def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) 
         raise
     except OSError as e:  # a full disk, a read-only file system: exit 2, said plainly
         raise RefusedPath(path, f"cannot be written: {e.strerror or e}") from None
+
+
+def write_all(out_dir: Path, files: Iterable[tuple[str, str | bytes]], flag: str) -> None:
+    """All of `files` (name, content) into `out_dir`, or none: each target is checked (absent,
+    or a regular file or a link, which the rename replaces and never follows), the files are
+    written into a private temporary directory there, then renamed into place. Any problem is
+    a ConfigurationError naming `flag`, with nothing written."""
+    import shutil
+    import tempfile
+
+    from neuron_env.errors import ConfigurationError
+
+    files = list(files)
+    hint = "pick a directory you can write"
+    try:
+        with safe_umask():
+            out_dir.mkdir(parents=True, exist_ok=True)
+        for name, _ in files:
+            try:
+                st = os.lstat(out_dir / name)
+            except FileNotFoundError:
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                raise ConfigurationError(f"{out_dir / name} is there and is not a file: "
+                                         "nothing written",
+                                         hint=f"move it away, or pick another {flag}")
+        stage = Path(tempfile.mkdtemp(prefix=".neuron-env-stage-", dir=out_dir))
+    except OSError as e:
+        raise ConfigurationError(f"{flag} {out_dir}: cannot be written: {e.strerror or e}",
+                                 hint=hint) from None
+    try:
+        for name, text in files:
+            write_atomic(stage / name, text)
+        for name, _ in files:
+            os.replace(stage / name, out_dir / name)
+    except OSError as e:
+        raise ConfigurationError(f"{flag} {out_dir}: cannot be written: {e.strerror or e}",
+                                 hint=hint) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (command path, option): what a path option is. OUTPUTS must go through the one writer.
 OUTPUTS = {("doctor", "--report"), ("trial", "--save-baseline"), ("bundle", "--out"),
-           ("matrix import", "--out"), ("matrix update", "--dir")}
+           ("matrix import", "--out"), ("matrix update", "--dir"), ("scan", "--output")}
 INPUTS = {  # read, never written: util/files.py (the one reader) or a directory/interpreter
     ("doctor", "--matrix"), ("doctor", "--python"), ("doctor", "--root"),
     ("doctor", "--waivers"), ("install", "--matrix"), ("install", "--python"),
@@ -45,7 +45,8 @@ INPUTS = {  # read, never written: util/files.py (the one reader) or a directory
 ENVIRONMENTS = {("install", "--venv")}
 PATHLIKE = ("FILE", "PATH", "DIR", "RUN_DIR", "PEM")
 # the smallest argv that parses up to the option, per command
-REQUIRED = {"trial": ["builtin:mlp"], "matrix import": ["MANIFEST"], "matrix update": []}
+REQUIRED = {"trial": ["builtin:mlp"], "matrix import": ["MANIFEST"], "matrix update": [],
+            "scan": ["."]}
 
 
 def walk() -> Iterator[tuple[str, object]]:
