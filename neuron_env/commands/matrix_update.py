@@ -28,9 +28,6 @@ def _load(entry: catalog.Entry) -> Matrix | None:
 def update_doc(source: str, pin: str | None, into: Path | None, ca_bundle: str | None,
                timeout: float, allow_older: bool, dry_run: bool,
                key: Path | None = None) -> Document:
-    from neuron_env.util.files import require_https_for_ca
-
-    require_https_for_ca(source, ca_bundle)  # a bundle an http:// read would ignore: refused
     target = into or catalog.user_dir()
     if target is None:
         raise ConfigurationError("no user matrix directory: HOME is not set",

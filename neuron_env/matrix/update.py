@@ -25,7 +25,6 @@ are apart from the I/O (`fetch`, `apply`).
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import urllib.parse
 from pathlib import Path
@@ -287,19 +286,13 @@ def _check_pin(url: str, data: bytes, pin: str) -> None:
 
 def _manifest(url: str, data: bytes) -> list[dict[str, str]] | None:
     """The manifest's entries, or None when `data` is not a manifest (a matrix TOML)."""
-    from neuron_env.util.bounded_http import MAX_JSON_DEPTH, json_depth_ok
+    from neuron_env.util.files import parse_json
 
     head = data.lstrip()[:1]
     if head not in (b"{", b"["):
         return None
-    try:
-        text = data.decode("utf-8")
-        if not json_depth_ok(text):
-            raise ConfigurationError(f"{_shown(url)}: nested deeper than {MAX_JSON_DEPTH} "
-                                     "levels: not a matrix manifest")
-        doc = json.loads(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise ConfigurationError(f"{_shown(url)}: not valid JSON: {e}") from None
+    # the one reader's parser: UTF-8, depth-limited, no NaN/Infinity; BadInput (exit 2)
+    doc = parse_json(data, f"{_shown(url)} (a matrix manifest)")
     if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
         raise ConfigurationError(f"{url}: not a matrix manifest (schema "
                                  f"{MANIFEST_SCHEMA!r} expected)")

@@ -18,10 +18,7 @@ from typing import Any
 
 from neuron_env.errors import CommandTimeout, ConfigurationError
 
-MAX_JSON_DEPTH = 64
 _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def shown_url(url: str) -> str:
@@ -73,24 +70,9 @@ def origin(url: str) -> tuple[str, str]:
     return p.scheme.lower(), host
 
 
-def json_depth_ok(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether no array/object in the JSON `text` nests deeper than `limit` (strings are
-    skipped). Checked before json.loads, which would raise RecursionError on a deep one."""
-    depth = 0
-    for m in _BRACKETS.finditer(_STRING.sub("", text)):
-        if m.group(0) in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        else:
-            depth -= 1
-    return True
-
-
 def _opener(url: str, ca_bundle: str | None) -> Any:
     """urllib's opener with our TLS context and a redirect handler that follows a redirect
     only to the same scheme, host and port (never a downgrade to http, never another host)."""
-    import ssl
     import urllib.request
 
     home = origin(url)
@@ -108,29 +90,11 @@ def _opener(url: str, ca_bundle: str | None) -> Any:
 
     handlers: list[Any] = [SameOrigin()]
     if urllib.parse.urlsplit(url).scheme == "https":
-        if ca_bundle is not None:
-            check_ca_bundle(ca_bundle)
-        try:
-            ctx = ssl.create_default_context(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigurationError(f"--ca-bundle {ca_bundle}: cannot be used: {e}") from None
-        handlers.append(urllib.request.HTTPSHandler(context=ctx))
+        from neuron_env.util.files import ssl_context
+
+        # the bundle through the one reader: a FIFO or a device is refused, never opened
+        handlers.append(urllib.request.HTTPSHandler(context=ssl_context(ca_bundle)))
     return urllib.request.build_opener(*handlers)
-
-
-def check_ca_bundle(path: str) -> None:
-    """--ca-bundle names a regular file (a FIFO or a device would block the TLS set-up)."""
-    import os
-    import stat
-
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise ConfigurationError(f"--ca-bundle {path}: cannot be used: {e.strerror or e}",
-                                 hint="pass a PEM file of CA certificates") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigurationError(f"--ca-bundle {path}: not a regular file",
-                                 hint="pass a PEM file of CA certificates")
 
 
 def _cut(resp: Any) -> None:
@@ -153,26 +117,24 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
     import urllib.request
 
     check_url(url, schemes=("https", "http"))
+    from neuron_env.util.files import read_body
+
     opener = _opener(url, ca_bundle)
     box: dict[str, Any] = {}
+    start = time.monotonic()
+    end = start + timeout
 
     def work() -> None:
         try:
             req = urllib.request.Request(url, headers={"User-Agent": user_agent})
             with opener.open(req, timeout=timeout) as resp:
                 box["resp"] = resp
-                chunks, got = [], 0
-                while got <= limit:
-                    b = resp.read1(min(1 << 16, limit + 1 - got))
-                    if not b:
-                        break
-                    chunks.append(b)
-                    got += len(b)
-                box["value"] = b"".join(chunks)
+                # the one body reader (util/files): capped, within what is left of the time
+                box["value"] = read_body(resp, limit, max(0.001, end - time.monotonic()),
+                                         shown_url(url))
         except BaseException as e:  # handed to the caller's thread
             box["error"] = e
 
-    start = time.monotonic()
     t = threading.Thread(target=work, name=f"GET {shown_url(url)}", daemon=True)
     t.start()
     t.join(timeout)
@@ -185,6 +147,10 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
     if err is None:
         return bytes(box["value"])
     shown = shown_url(url)
+    if isinstance(err, CommandTimeout):  # the body reader's deadline: the same exchange's
+        raise CommandTimeout(f"{shown_url(url)}: no answer within {timeout:g} s (the whole "
+                             "read, not finished)", hint="a slow or stalled server; retry, or "
+                             "raise --timeout") from None
     if isinstance(err, ConfigurationError):
         raise err
     if isinstance(err, urllib.error.HTTPError):

@@ -274,13 +274,3 @@ def ssl_context(ca_bundle: str | None) -> Any:
         return ssl.create_default_context(cadata=pem.decode("ascii"))
     except (ValueError, ssl.SSLError, UnicodeDecodeError) as e:
         raise _bad(what, f"holds no usable PEM certificate ({e})") from None
-
-
-def require_https_for_ca(url: str, ca_bundle: str | None) -> None:
-    """--ca-bundle with a URL that is not https:// would be silently unused: refused."""
-    if ca_bundle is not None and not url.lower().startswith("https://"):
-        from neuron_env.errors import UsageError
-
-        raise UsageError(f"--ca-bundle {ca_bundle} with {url.split('://')[0]}:// : a CA bundle "
-                         "only means something for https:// (it would be ignored)",
-                         hint="use an https:// URL, or drop --ca-bundle")

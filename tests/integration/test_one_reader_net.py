@@ -112,4 +112,4 @@ def test_ca_bundle_fifo_is_refused_and_http_with_a_bundle_is_refused(tmp_path):
     pem.write_text("-----BEGIN CERTIFICATE-----\n")
     p = run_cli("matrix", "update", "--from", "http://127.0.0.1:9/index.json", "--ca-bundle",
                 str(pem), "--dir", str(d), "--timeout", "5", timeout=60)
-    assert p.returncode == 2 and "only means something for https" in p.stderr, p.stderr
+    assert p.returncode == 2 and "only https:// uses a CA bundle" in p.stderr, p.stderr

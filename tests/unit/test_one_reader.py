@@ -189,14 +189,6 @@ def test_a_ca_bundle_that_is_not_a_pem_file_is_refused_at_once(tmp_path, kind):
         assert stat.S_ISFIFO(os.lstat(p).st_mode) and "FIFO" in e.value.message
 
 
-@pytest.mark.parametrize("url", ["http://mirror/neuron-2.34.toml", "s3://b/k", "file:///x"])
-def test_a_ca_bundle_with_a_url_that_is_not_https_is_refused(url):
-    with pytest.raises(UsageError, match="only means something for https"):
-        files.require_https_for_ca(url, "/etc/ssl/ca.pem")
-    files.require_https_for_ca(url, None)
-    files.require_https_for_ca("https://mirror/x", "/etc/ssl/ca.pem")
-
-
 # -- nothing else parses JSON from someone else ----------------------------------------------
 # file -> why its json.loads may bypass util/files.parse_json (each reads what we produced or a
 # tool we run, not what another party controls), or who routes it
