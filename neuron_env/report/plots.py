@@ -7,7 +7,6 @@ labels are plain text (text.parse_math off: a `$` in a node's name is not TeX)."
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 from collections.abc import Sequence
@@ -21,7 +20,12 @@ _RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 9,
 
 
 def available() -> bool:
-    return importlib.util.find_spec("matplotlib") is not None
+    """Whether matplotlib can be imported (imported here: only HTML rendering calls this)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _pyplot() -> Any:
