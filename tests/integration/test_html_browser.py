@@ -95,3 +95,22 @@ def test_a_bad_report_spec_is_refused_before_any_work(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--report 'pdf:x'" in p.stderr and "html" in p.stderr, p.stderr
     assert not Path("x").exists()
+
+
+def test_a_real_trial_writes_the_same_page_to_stdout_and_to_its_report(torch_python, tmp_path):
+    """A real trial (the emulated device, a perturbed matmul, --compile): --format html on
+    stdout and --report html:PATH (and json:PATH beside it) from the one renderer; the page
+    shows the drifting module and both timings."""
+    from tests.conftest import cli_env, run_cli
+
+    page, doc = tmp_path / "t.html", tmp_path / "t.json"
+    p = run_cli("trial", "builtin:transformer-block", "--python", torch_python, "--compile",
+                "--iterations", "3", "--format", "html", "--report", f"html:{page}",
+                "--report", f"json:{doc}", env=cli_env(NEURON_EMULATOR_FAULT="perturb"),
+                timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert p.stdout == page.read_text()
+    eager = next(r for r in json.loads(doc.read_text())["results"] if r["id"] == "trial.eager")
+    first = eager["details"]["first_divergence"]["module"]
+    assert f"<code>{first}</code> (Linear" in p.stdout
+    assert "<td>eager</td>" in p.stdout and "<td>compiled</td>" in p.stdout
