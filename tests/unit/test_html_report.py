@@ -181,3 +181,13 @@ def test_a_fleet_page_from_reports_without_check_results():
 
     page = html(body)
     assert "no node sent check results" in page and "unreachable" in page
+
+
+def test_any_other_report_is_a_page_of_its_checks():
+    """doctor --report html:PATH: the verdict and every check with its fix, escaped."""
+    doc = dict(_doctor(5, EVIL), tool={"name": "neuron-env", "version": "0"})
+    page = render(report_of(doc), "html")
+    _self_contained(page)
+    assert "neuron-env doctor:" in page and "exit 1" in page and "<img" not in page
+    assert f"<pre>sudo apt-get install {EVIL_ESCAPED}</pre>" in page
+    assert page.count('<span class="badge s-pass">pass</span>') == 19
