@@ -10,7 +10,7 @@ app.add_typer(fleet_app, name="fleet")
 SCHEMA = "neuron-env.fleet/1"
 
 
-FleetFmt = choices("FleetFmt", "text", "json", "junit")
+FleetFmt = choices("FleetFmt", "text", "json", "junit", "html")
 
 
 @fleet_app.command("doctor")

@@ -20,7 +20,7 @@ from neuron_env.cli.app import (
 Dtype = choices("Dtype", "float32", "bfloat16")
 
 
-TrialFmt = choices("TrialFmt", "text", "json", "junit", "markdown")
+TrialFmt = choices("TrialFmt", "text", "json", "junit", "markdown", "html")
 Strategy = choices("Strategy", "ddp", "fsdp2")
 Launcher = choices("Launcher", "torchrun", "srun")
 
@@ -95,14 +95,29 @@ def trial(
     aws: bool = typer.Option(False, "--aws", help="With --world-size: the price from the AWS "
                              "Pricing API (boto3)."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
+    report: list[str] = typer.Option(None, "--report", metavar="FORMAT:PATH",
+                                     help="Also write a report, e.g. html:trial.html "
+                                          "(repeatable), on every exit."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),
 ) -> None:
     """Run YOUR model on the device.
 
     Forward/backward vs a CPU reference, CPU-fallback ops,
     torch.compile, compile vs steady-state time, shape sweeps, baselines."""
+    reports = tuple(report or ())
+
     def produce():
+        from neuron_env.report.render import write_reports
+
+        rep = run()
+        write_reports(rep, reports, verbose)
+        return rep
+
+    def run():
+        from neuron_env.report.render import parse_report_specs
         from neuron_env.smoke.live import for_format
+
+        parse_report_specs(list(reports))  # a bad --report spec is exit 2 before any work
         from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes
 
         live = for_format(format.value, "trial")
@@ -132,4 +147,4 @@ def trial(
 
         return run_trial(started, opts, live)
 
-    emit(produce, format.value, "neuron-env.trial/1", verbose=verbose)
+    emit(produce, format.value, "neuron-env.trial/1", verbose=verbose, reports=reports)

@@ -197,6 +197,8 @@ def command(opts: DoctorOptions, started=None,
         from neuron_env.fleet.slurm import drain_or_resume
 
         rep = drain_or_resume(rep)
+    from neuron_env.report.render import write_reports
+
     write_reports(rep, opts.reports, opts.verbose)
     return rep
 
@@ -235,25 +237,6 @@ def run_waiting(opts: DoctorOptions, started=None, sleep=time.sleep) -> Report:
 def _attempt(rep: Report, t0: float) -> dict:
     return {"at_s": round(time.monotonic() - t0, 3), "exit_code": rep.exit_code,
             "failing": [r.id for r in rep.results if r.status in ("fail", "error")]}
-
-
-def write_reports(rep: Report, specs: tuple[str, ...], verbose: bool) -> None:
-    """Write every --report FORMAT:PATH (atomically) that can be written; an unwritable path
-    is exit 2, and the reports already written keep the run's result."""
-    from neuron_env.errors import ConfigurationError
-    from neuron_env.report.render import parse_report_specs, render
-    from neuron_env.util.atomic import write_output
-
-    failed = []
-    for fmt, path in parse_report_specs(list(specs)):
-        try:
-            write_output(path, render(rep, fmt, verbose=verbose))
-        except OSError as e:
-            failed.append(f"--report {fmt}:{path}: cannot write: {e.strerror or e}")
-    if failed:
-        err = ConfigurationError("; ".join(failed))
-        err.reports_written = True  # the boundary must not overwrite the good ones
-        raise err
 
 
 def _smoke(facts, opts: DoctorOptions):

@@ -12,8 +12,8 @@ from neuron_env.report.model import Document
 
 
 def FleetDocument(body: dict[str, Any], text_view) -> Document:
-    """A Document that also speaks JUnit: one testcase per instance."""
-    return Document(body, text_view, junit=view.junit)
+    """A Document that also speaks JUnit (one testcase per instance) and HTML."""
+    return Document(body, text_view, junit=view.junit, html=view.html)
 
 
 def fleet_doctor(opts) -> Document:

@@ -32,8 +32,8 @@ class Entry:
 
 def instance(e: Entry) -> dict[str, Any]:
     rec: dict[str, Any] = {"id": e.id, "source": e.source, "truncated": e.truncated,
-                           "failing": [], "versions": None, "instance_type": None,
-                           "unreachable": None}
+                           "failing": [], "checks": None, "versions": None,
+                           "instance_type": None, "unreachable": None}
     if e.unreachable:
         rec.update(verdict="unreachable", exit_code=None, reason=V.one_line(
             f"{e.unreachable}: {e.detail or ''}".rstrip(": "), 200),
@@ -47,12 +47,13 @@ def instance(e: Entry) -> dict[str, Any]:
             itype = ((e.doc.get("target") or {}).get("instance") or {}).get("type")
             rec.update(verdict=V.verdict(e.doc), exit_code=e.doc.get("exit_code"),
                        reason=V.reason(e.doc), failing=V.problems(e.doc),
-                       versions=V.versions(e.doc),
+                       checks=V.statuses(e.doc), versions=V.versions(e.doc),
                        instance_type=None if itype is None else str(itype))
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as err:
             # one report the shape check let through and still cannot be read: that
             # instance is unreadable, the rest of the fleet is still aggregated
-            rec.update(verdict="unreadable", exit_code=None, failing=[], versions=None,
+            rec.update(verdict="unreadable", exit_code=None, failing=[], checks=None,
+                       versions=None,
                        instance_type=None, reason=V.one_line(
                            f"not a doctor report: {type(err).__name__}: {err}", 200))
     return rec

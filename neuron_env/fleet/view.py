@@ -1,4 +1,4 @@
-"""The text and JUnit views of a neuron-env.fleet/1 body (JSON is the body itself)."""
+"""The text, JUnit and HTML views of a neuron-env.fleet/1 body (JSON is the body itself)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,10 @@ def junit(body: dict[str, Any]) -> str:
     ts.set("errors", str(errors))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def html(body: dict[str, Any]) -> str:
+    """The HTML page (report/html_fleet.py, imported only when asked for)."""
+    from neuron_env.report import html_fleet
+
+    return html_fleet.render(body)

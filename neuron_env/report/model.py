@@ -121,6 +121,7 @@ class Document:
     body: dict[str, Any]
     view: Callable[[dict[str, Any]], str]
     junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
+    html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""

@@ -16,7 +16,8 @@ from neuron_env.util.wrap import fit
 
 ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
 # FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
-RENDERERS = {"junit": "junit", "markdown": "markdown", **{f: f for f in ENGINE_FORMATS}}
+RENDERERS = {"junit": "junit", "markdown": "markdown", "html": "html",
+             **{f: f for f in ENGINE_FORMATS}}
 FORMATS = ("text", "json", *RENDERERS)
 
 
@@ -47,6 +48,8 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
         junit = getattr(out, "junit", None)
         if fmt == "junit" and junit is not None:  # fleet: one testcase per instance
             return str(junit(out.body))
+        if fmt == "html" and out.html is not None:  # fleet: its page (report/html_fleet.py)
+            return out.html(out.body)
         if fmt != "text":
             raise UsageError(f"--format {fmt}: this command speaks text or json")
         return out.view(out.body)
@@ -99,6 +102,25 @@ def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: i
             continue
         with contextlib.suppress(OSError):
             write_output(Path(path), render_error(schema, code, error, fmt))
+
+
+def write_reports(rep: Report | Document, specs: tuple[str, ...] | list[str],
+                  verbose: bool = False) -> None:
+    """Write every --report FORMAT:PATH (atomically) that can be written; an unwritable path
+    is exit 2, and the reports already written keep the run's result."""
+    from neuron_env.errors import ConfigurationError
+    from neuron_env.util.atomic import write_output
+
+    failed = []
+    for fmt, path in parse_report_specs(list(specs)):
+        try:
+            write_output(path, render(rep, fmt, verbose=verbose))
+        except OSError as e:
+            failed.append(f"--report {fmt}:{path}: cannot write: {e.strerror or e}")
+    if failed:
+        err = ConfigurationError("; ".join(failed))
+        err.reports_written = True  # the boundary must not overwrite the good ones
+        raise err
 
 
 def parse_report_specs(specs: list[str]) -> list[tuple[str, Path]]:

@@ -24,13 +24,25 @@ def verdict(doc: dict[str, Any]) -> str:
     return v
 
 
-def problems(doc: dict[str, Any], strict: bool | None = None) -> list[dict[str, str]]:
-    """The results that made the run fail (fail/error; warnings too under --strict)."""
+def problems(doc: dict[str, Any], strict: bool | None = None) -> list[dict[str, str | None]]:
+    """The results that made the run fail (fail/error; warnings too under --strict), each with
+    its fix (the runnable command where the check gave one, else its fix text, else None)."""
     strict = doc.get("strict", False) if strict is None else strict
     bad = (*BAD, "warn") if strict else BAD
     return [{"id": str(r.get("id")), "status": str(r.get("status")),
-             "summary": str(r.get("summary", ""))}
+             "summary": str(r.get("summary", "")), "fix": _fix(r)}
             for r in doc.get("results") or [] if r.get("status") in bad]
+
+
+def _fix(r: dict[str, Any]) -> str | None:
+    fix = r.get("fix_command") or r.get("fix")
+    return None if fix is None else str(fix)
+
+
+def statuses(doc: dict[str, Any]) -> dict[str, str]:
+    """Every check's status, by check id (a fleet's pass/warn/fail map across nodes)."""
+    return {str(r.get("id")): str(r.get("status")) for r in doc.get("results") or []
+            if isinstance(r, dict)}
 
 
 def reason(doc: dict[str, Any]) -> str:

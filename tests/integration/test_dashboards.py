@@ -155,9 +155,20 @@ def check_expr(expr: str, cat: dict[str, dict[str, set[str]]]) -> list[str]:
     return problems
 
 
-def dashboard_exprs() -> list[str]:
-    dash = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+def _exprs_anywhere(node: Any) -> list[str]:
+    """Every "expr" in a dashboard, wherever it is: a panel's targets, a panel inside a
+    (collapsed) row, an annotation query, a library panel's model."""
+    if isinstance(node, dict):
+        own = [node["expr"]] if isinstance(node.get("expr"), str) else []
+        return own + [e for k, v in node.items() if k != "expr" for e in _exprs_anywhere(v)]
+    if isinstance(node, list):
+        return [e for v in node for e in _exprs_anywhere(v)]
+    return []
+
+
+def dashboard_exprs(dash: dict[str, Any] | None = None) -> list[str]:
+    dash = json.loads(DASHBOARD.read_text()) if dash is None else dash
+    exprs = _exprs_anywhere(dash)
     for var in dash["templating"]["list"]:
         if var["type"] == "query":
             m = re.fullmatch(r"label_values\((.*), (\w+)\)", var["query"]["query"])
@@ -178,6 +189,20 @@ def test_the_reader_catches_what_is_not_emitted(emitted: dict[str, Samples]) -> 
     assert check_expr('neuron_env_doctor_verdict{verdict=~"fail|failed"}', cat)
     assert check_expr('count by (node) (neuron_env_check_status)', cat)
     assert check_expr('up{job="x"}', cat)
+
+
+def test_every_expression_of_a_dashboard_is_read_nested_ones_too(
+        emitted: dict[str, Samples]) -> None:
+    """A panel inside a collapsed row, or an annotation, is checked like a top-level panel."""
+    dash = {"panels": [{"type": "row", "collapsed": True, "panels": [
+        {"type": "stat", "targets": [{"expr": "neuron_env_doctor_verdicts == 1"}]}]}],
+        "annotations": {"list": [{"expr": "changes(neuron_env_nothing[5m]) > 0"}]},
+        "templating": {"list": []}}
+    exprs = dashboard_exprs(dash)
+    assert len(exprs) == 2
+    assert all(check_expr(e, catalog(emitted)) for e in exprs)
+    real = json.loads(DASHBOARD.read_text())
+    assert len(dashboard_exprs(real)) >= len(real["panels"])
 
 
 def test_dashboard_and_rules_use_only_emitted_metrics(emitted: dict[str, Samples]) -> None:
@@ -222,6 +247,25 @@ def test_dashboard_is_a_grafana_dashboard() -> None:
     again = json.loads(json.dumps(model, default=lambda o: o.to_json()))
     assert [p["targets"][0]["expr"] for p in again["panels"]] == \
         [p["targets"][0]["expr"] for p in raw["panels"]]
+
+
+@pytest.mark.slow
+def test_the_collectives_emitter_writes_what_the_dashboard_reads(
+        torch_python: str, emitted: dict[str, Samples]) -> None:
+    """The other emitter: `collectives --format prometheus`, run for real (2 CPU ranks)."""
+    res = run_cli("collectives", "--python", torch_python, "--device", "cpu", "--world-size",
+                  "2", "--ops", "all_reduce", "--sizes", "1K,64K", "--iterations", "2",
+                  "--format", "prometheus", timeout=240)
+    assert res.returncode == 0, res.stderr
+    real = _parse(res.stdout)
+    assert any(n == "neuron_env_collectives_busbw_bytes_per_second" and v > 0
+               for n, _, v in real)
+    cat = catalog({**emitted, "collectives-run": real})
+    for expr in dashboard_exprs() + rule_exprs():
+        assert check_expr(expr, cat) == [], expr
+    # what it emits under a name the dashboard reads has the labels the dashboard uses
+    busbw = catalog({"run": real})["neuron_env_collectives_busbw_bytes_per_second"]
+    assert set(busbw) == set(catalog(emitted)["neuron_env_collectives_busbw_bytes_per_second"])
 
 
 @needs_promtool

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 # it would accept: #14's "never print a fix neuron-env would refuse"); nor, for start-up
 # (#21): packaging at all (util/versions.py), frozen dataclasses, hashlib, a second
 # click beside typer's own, or the modules of other commands (cli/lazy.py)
-NEVER = ("torch", "boto3", "botocore", "rich",
+# nor the HTML reports or their plotting library (the optional `html` extra: matplotlib)
+NEVER = ("torch", "boto3", "botocore", "rich", "matplotlib", "neuron_env.report.html",
+         "neuron_env.report.plots",
          "neuron_env.install.execute", "packaging.requirements", "packaging.markers",
          "packaging.tags", "packaging", "dataclasses", "hashlib",
          *(("click",) if importlib.util.find_spec("typer._click") else ()),
