@@ -13,6 +13,7 @@ from neuron_env.cli.app import (
     positive,
     price,
     python_option,
+    report_outputs,
     seconds,
     tolerance,
 )
@@ -96,6 +97,7 @@ def trial(
                              "Pricing API (boto3)."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     report: list[str] = typer.Option(None, "--report", metavar="FORMAT:PATH",
+                                     callback=report_outputs,
                                      help="Also write a report, e.g. html:trial.html "
                                           "(repeatable), on every exit."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show details too."),

@@ -26,8 +26,9 @@ from neuron_env.util import atomic
 REPO = Path(__file__).resolve().parents[2]
 
 # (command path, option): what a path option is. OUTPUTS must go through the one writer.
-OUTPUTS = {("doctor", "--report"), ("trial", "--save-baseline"), ("bundle", "--out"),
-           ("matrix import", "--out"), ("matrix update", "--dir"), ("scan", "--output")}
+OUTPUTS = {("doctor", "--report"), ("trial", "--report"), ("trial", "--save-baseline"),
+           ("bundle", "--out"), ("matrix import", "--out"), ("matrix update", "--dir"),
+           ("scan", "--output")}
 INPUTS = {  # read, never written: util/files.py (the one reader) or a directory/interpreter
     ("doctor", "--matrix"), ("doctor", "--python"), ("doctor", "--root"),
     ("doctor", "--waivers"), ("install", "--matrix"), ("install", "--python"),
