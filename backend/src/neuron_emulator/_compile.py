@@ -14,6 +14,7 @@ run on the CPU; "compiling" checks the aten ops of the forward and backward grap
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -34,8 +35,29 @@ class NeuronCompileError(RuntimeError):
     """torch.compile(backend="neuron") refused a graph (emulated)."""
 
 
-def fallback_allowed() -> bool:
-    return os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip() == "0"
+FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """A boolean environment variable as the env-vars page types it ("1"/"0", true/false); unset
+    or empty is the default; another value warns once and is the default."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE or raw in _FALSE:
+        return raw in _TRUE
+    if raw:
+        _warn_once(f"{name}={raw}", f"neuron (emulated): {name}={raw!r} is not a boolean "
+                   f"(1/0, true/false); using the default ({int(default)})")
+    return default
+
+
+def fallback_allowed(options: dict | None = None) -> bool:
+    """Whether a graph the backend cannot compile runs eagerly instead of failing. The
+    `fallback_execution` compile option overrides TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION,
+    whose default (1) disables fallback."""
+    if options and options.get("fallback_execution") is not None:
+        return bool(options["fallback_execution"])
+    return not env_flag(FALLBACK_ENV, True)
 
 
 def _count(**delta: int) -> None:
@@ -69,23 +91,24 @@ def _unsupported_ops(gm) -> list[str]:
     return sorted(bad)
 
 
-def _check(gm, example_inputs):
+def _check(gm, example_inputs, allow_fallback: bool = False):
     bad = _unsupported_ops(gm)
-    if bad and not fallback_allowed():
+    if bad and not allow_fallback:
         raise NeuronCompileError(
             f"neuron (emulated): compilation failed: {bad[0]} is not supported by the neuron "
             f"compiler (unsupported ops in this graph: {', '.join(bad)}). Fallback execution is "
             "disabled by default under torch.compile; set "
-            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such ops on the CPU, or keep "
-            "them out of the compiled region.")
-    if bad:
+            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 (or the compile option "
+            "fallback_execution=True) to run such a graph eagerly, its unsupported ops on the "
+            "CPU, or keep them out of the compiled region.")
+    if bad:  # runs eagerly: its ops are recorded as they execute (fallbacks apart)
         _count(fallback_graphs=1)
-        for name in bad:
-            _fallback.record_fallback(name)
     return make_boxed_func(gm.forward)
 
 
-_aot = aot_autograd(fw_compiler=_check, bw_compiler=_check)
+def _aot(allow_fallback: bool):
+    check = functools.partial(_check, allow_fallback=allow_fallback)
+    return aot_autograd(fw_compiler=check, bw_compiler=check)
 
 
 def _frame_recompile() -> bool:
@@ -132,11 +155,12 @@ def neuron_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     if mode not in (None, "default"):
         _warn_once(f"mode={mode}", f"neuron (emulated): torch.compile mode={mode!r} has no "
                    "effect on the neuron backend (only mode='default' does)")
-    if options:
-        _warn_once("options", "neuron (emulated): torch.compile options are ignored by the "
-                   "neuron backend")
+    ignored = sorted(set(options or ()) - {"fallback_execution"})
+    if ignored:
+        _warn_once(f"options={ignored}", f"neuron (emulated): torch.compile options {ignored} "
+                   "are ignored by the neuron backend (it reads fallback_execution)")
     with _fallback.quiet():
-        compiled = _aot(gm, example_inputs)
+        compiled = _aot(fallback_allowed(options))(gm, example_inputs)
     _count(compilations=1, graphs=1, recompilations=int(_frame_recompile()))
     return _per_shape(compiled)
 

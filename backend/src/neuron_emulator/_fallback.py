@@ -146,9 +146,3 @@ class quiet:
     def __exit__(self, *exc) -> bool:
         _quiet.on -= 1
         return False
-
-
-def record_fallback(name: str) -> None:
-    """An op that falls back under torch.compile (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)."""
-    with _lock:
-        _fallbacks[name] = _fallbacks.get(name, 0) + 1

@@ -93,7 +93,7 @@ def _load(from_autoload: bool) -> bool:
     _faults.on_load()
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    from neuron_emulator import _autocast, _device_module
+    from neuron_emulator import _autocast, _autoselect, _device_module
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module)
@@ -124,6 +124,8 @@ def _load(from_autoload: bool) -> bool:
     _rng.install()
     _streams.install()
     _tensor.register_serialization()
+    _tensor.install_fake_constant_guard()
+    _autoselect.install()
     _neuronx.install()
     _limits.install_transform_guards()
     _limits.install_storage_guard()
