@@ -178,5 +178,55 @@ def fallback_execution_option_and_env_var():
         ctx.__exit__(None, None, None)
 
 
+@scenario
+def a_refused_graph_ran_nothing():
+    """Item 7. torch.compile reference / env-vars page: a graph the backend cannot compile
+    raises (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1, the default): nothing of it ran, so
+    tracing it leaves no executed-op and no fallback records.
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"""
+    import neuron_emulator
+    import torch
+
+    x = torch.randn(4, 4, device="neuron")
+    neuron_emulator.clear_fallback_ops()
+    torch._dynamo.reset()
+    try:
+        torch.compile(lambda t: torch.linalg.qr(t.sin())[0] * 2, backend="neuron")(x)
+    except Exception as e:
+        assert "aten::linalg_qr" in str(e), e
+    else:
+        raise AssertionError("a graph with linalg_qr compiled")
+    assert neuron_emulator.get_fallback_ops() == [], neuron_emulator.get_fallback_ops()
+    assert neuron_emulator.get_executed_ops() == {}, neuron_emulator.get_executed_ops()
+    # a compiled graph that runs records what it executed, at run time
+    torch._dynamo.reset()
+    torch.compile(lambda t: t.cos() + 1, backend="neuron")(x)
+    assert "aten::cos" in neuron_emulator.get_executed_ops(), neuron_emulator.get_executed_ops()
+
+
+@scenario
+def executed_ops_are_device_ops_only():
+    """Item 10. The operator page: get_executed_ops() lists what ran on the device,
+    get_fallback_ops() what ran on the CPU instead; an op is in one list, not both.
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"""
+    import neuron_emulator
+    import torch
+    import torch_neuronx
+
+    x = torch.randn(4, 4, device="neuron")
+    torch_neuronx.clear_op_tracking()
+    ctx = _quiet()
+    try:
+        torch.linalg.qr(x)
+        torch.linalg.qr(x)
+        (x @ x).relu()
+    finally:
+        ctx.__exit__(None, None, None)
+    assert torch_neuronx.get_fallback_ops() == ["aten::linalg_qr"]
+    executed = torch_neuronx.get_executed_ops()
+    assert "aten::linalg_qr" not in executed and "aten::mm" in executed, executed
+    assert neuron_emulator.get_fallback_counts() == {"aten::linalg_qr": 2}
+
+
 if __name__ == "__main__":
     main()

@@ -101,9 +101,24 @@ def _check(gm, example_inputs, allow_fallback: bool = False):
             "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 (or the compile option "
             "fallback_execution=True) to run such a graph eagerly, its unsupported ops on the "
             "CPU, or keep them out of the compiled region.")
-    if bad:  # runs eagerly: its ops are recorded as they execute (fallbacks apart)
+    if bad:  # runs eagerly, its unsupported ops on the CPU
         _count(fallback_graphs=1)
-    return make_boxed_func(gm.forward)
+    return make_boxed_func(_recording(gm))
+
+
+def _recording(gm):
+    """The graph's forward, recording its ops each time it runs (executed on the device, or
+    fallbacks apart): AOTAutograd compiles the graph on the host tensors inside the device
+    tensors, so its ops do not pass the device dispatch at run time; tracing recorded nothing."""
+    entries = [_fallback.entry(n.target) for n in gm.graph.nodes
+               if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+    forward, count = gm.forward, _fallback.count
+
+    def run(*args):
+        for e in entries:
+            count(e)
+        return forward(*args)
+    return run
 
 
 def _aot(allow_fallback: bool):

@@ -58,6 +58,7 @@ class NeuronModule:
     set_rng_state_all = staticmethod(_rng.set_rng_state_all)
 
     get_fallback_ops = staticmethod(_fallback.get_fallback_ops)
+    get_fallback_counts = staticmethod(_fallback.get_fallback_counts)
     clear_fallback_ops = staticmethod(_fallback.clear_fallback_ops)
     get_executed_ops = staticmethod(_fallback.get_executed_ops)
     get_dynamo_metrics = staticmethod(_dynamo("get_dynamo_metrics"))

@@ -105,8 +105,7 @@ def count(entry: tuple[str, bool]) -> None:
     if native:  # the common case: a count, no lock (a lost count under threads at worst)
         _executed[name] = _executed.get(name, 0) + 1
         return
-    with _lock:
-        _executed[name] = _executed.get(name, 0) + 1
+    with _lock:  # a fallback ran on the CPU: listed apart, not as executed on the device
         _fallbacks[name] = _fallbacks.get(name, 0) + 1
         first = name not in _warned
         _warned.add(name)
@@ -122,8 +121,15 @@ def get_fallback_ops() -> list[str]:
 
 
 def get_executed_ops() -> dict[str, int]:
-    """Every op executed on the device since the last clear, with counts."""
+    """Every op executed on the device since the last clear, with counts; ops that fell back to
+    the CPU are not in it (get_fallback_ops lists them)."""
     return dict(sorted(_executed.copy().items()))  # copy(): atomic, counts are lock-free
+
+
+def get_fallback_counts() -> dict[str, int]:
+    """Every op that fell back to the CPU since the last clear, with counts."""
+    with _lock:
+        return dict(sorted(_fallbacks.items()))
 
 
 def clear_fallback_ops() -> None:

@@ -107,6 +107,7 @@ def _load(from_autoload: bool) -> bool:
         _rng,
         _streams,
         _tensor,
+        _tracing,
     )
 
     lib = torch.library.Library("_", "IMPL")
@@ -126,6 +127,7 @@ def _load(from_autoload: bool) -> bool:
     _tensor.register_serialization()
     _tensor.install_fake_constant_guard()
     _autoselect.install()
+    _tracing.install()
     _neuronx.install()
     _limits.install_transform_guards()
     _limits.install_storage_guard()
