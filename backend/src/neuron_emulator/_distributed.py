@@ -9,7 +9,6 @@ in place. DDP, FSDP2, DTensor and DeviceMesh sit on top unchanged.
 
 from __future__ import annotations
 
-
 import torch.distributed as dist
 
 NAME = "neuron"
