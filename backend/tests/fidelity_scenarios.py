@@ -228,5 +228,34 @@ def executed_ops_are_device_ops_only():
     assert neuron_emulator.get_fallback_counts() == {"aten::linalg_qr": 2}
 
 
+@scenario
+def op_support_follows_the_compatibility_table():
+    """Item 11. The device has kernels for cumsum, masked_select, nonzero, histc and the stable
+    argsort (no fallback); linalg_ldl_factor_ex, cholesky_inverse and triangular_solve fall
+    back. https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"""
+    import neuron_emulator
+    import torch
+
+    x = torch.tensor([3.0, -1.0, 2.0, -5.0]).to("neuron")
+    eye = torch.eye(3, device="neuron")
+    neuron_emulator.clear_fallback_ops()
+    torch.cumsum(x, 0)
+    torch.masked_select(x, x > 0)
+    torch.nonzero(x > 0)
+    torch.histc(x, bins=3)
+    assert torch.argsort(x, stable=True).cpu().tolist() == [3, 1, 2, 0]
+    assert neuron_emulator.get_fallback_ops() == [], neuron_emulator.get_fallback_ops()
+    ctx = _quiet()
+    try:
+        torch.linalg.ldl_factor_ex(eye)
+        torch.cholesky_inverse(eye)
+        torch.triangular_solve(eye, eye)
+    finally:
+        ctx.__exit__(None, None, None)
+    assert neuron_emulator.get_fallback_ops() == [
+        "aten::cholesky_inverse", "aten::linalg_ldl_factor_ex", "aten::triangular_solve"], \
+        neuron_emulator.get_fallback_ops()
+
+
 if __name__ == "__main__":
     main()

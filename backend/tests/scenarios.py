@@ -142,14 +142,14 @@ def fallback_tracking():
         warnings.simplefilter("always")
         (x @ x).relu().sum()
         assert neuron_emulator.get_fallback_ops() == []
-        torch.cumsum(x, 0)
-        torch.cumsum(x, 1)
+        torch.cumprod(x, 0)
+        torch.cumprod(x, 1)
         torch.sort(x)
     cats = [i for i in w if issubclass(i.category, neuron_emulator.NeuronFallbackWarning)]
     assert len(cats) == 2, [str(i.message) for i in cats]  # once per op
-    assert torch.neuron.get_fallback_ops() == ["aten::cumsum", "aten::sort"]
-    assert neuron_emulator.get_fallback_counts()["aten::cumsum"] == 2
-    assert "aten::cumsum" not in neuron_emulator.get_executed_ops()  # on the CPU, not the device
+    assert torch.neuron.get_fallback_ops() == ["aten::cumprod", "aten::sort"]
+    assert neuron_emulator.get_fallback_counts()["aten::cumprod"] == 2
+    assert "aten::cumprod" not in neuron_emulator.get_executed_ops()  # on the CPU, not the device
     neuron_emulator.clear_fallback_ops()
     assert torch.neuron.get_fallback_ops() == []
 
@@ -365,13 +365,13 @@ def torch_neuronx_op_tracking():
     x = torch.randn(4, 4, device="neuron")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.cumsum(x, 0)
-        torch.cumsum(x, 1)
+        torch.cumprod(x, 0)
+        torch.cumprod(x, 1)
     y = torch.nn.functional.linear(x, x)
     assert y.device.type == "neuron"
-    assert torch_neuronx.get_fallback_ops() == ["aten::cumsum"]  # one entry per op
+    assert torch_neuronx.get_fallback_ops() == ["aten::cumprod"]  # one entry per op
     executed = torch_neuronx.get_executed_ops()
-    assert isinstance(executed, list) and "aten::cumsum" not in executed and \
+    assert isinstance(executed, list) and "aten::cumprod" not in executed and \
         any(o in executed for o in ("aten::addmm", "aten::mm", "aten::linear")), executed
     assert all(n.startswith("aten::") for n in executed), executed
     torch_neuronx.clear_op_tracking()
@@ -441,13 +441,13 @@ def compile_rules():
     torch._dynamo.reset()
 
     def f(x):
-        return torch.cumsum(x, 0) * 2
+        return torch.cumprod(x, 0) * 2
 
     x = torch.randn(4, 4, device="neuron")
     try:
         torch.compile(f, backend="neuron")(x)
     except Exception as e:
-        assert "aten::cumsum" in str(e) and "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in str(e), e
+        assert "aten::cumprod" in str(e) and "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in str(e), e
     else:
         raise AssertionError("a graph with an unsupported op compiled")
     os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "0"
@@ -455,7 +455,7 @@ def compile_rules():
         torch._dynamo.reset()
         torch.neuron.clear_fallback_ops()
         torch.testing.assert_close(torch.compile(f, backend="neuron")(x).cpu(), f(x).cpu())
-        assert "aten::cumsum" in torch.neuron.get_fallback_ops()
+        assert "aten::cumprod" in torch.neuron.get_fallback_ops()
         assert torch.neuron.get_dynamo_metrics()["fallback_graphs"] >= 1
     finally:
         del os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"]

@@ -52,3 +52,35 @@ def test_fidelity(fidelity_results, name):
 def test_fidelity_model(fidelity_model_results, name):
     r = fidelity_model_results[name]
     assert r["ok"], r["error"]
+
+
+REPO = HERE.parent.parent
+SHIPPED = [HERE.parent / "src", HERE.parent / "README.md", HERE.parent / "pyproject.toml",
+           HERE.parent / "tools", REPO / "docs" / "emulator.md"]
+MACHINE_PATHS = ("/work/", "/tmp/", "/home/", "../shared")
+
+
+def test_op_table_is_generated_with_a_citation_per_row():
+    """Item 11: ops_2.33.json is gen_ops.py's output, and every row cites a public URL (or a
+    public repository and commit)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("gen_ops", HERE.parent / "tools" / "gen_ops.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (HERE.parent / "src" / "neuron_emulator" / "ops_2.33.json").read_text() == \
+        gen.render(), "ops_2.33.json differs from backend/tools/gen_ops.py: rerun it"
+    public = re.compile(r"^(https://\S+|[\w.-]+/[\w.-]+@[0-9a-f]{40})$")
+    for row in gen.build()["unsupported"]:
+        assert public.match(row["cite"]), row
+
+
+def test_no_shipped_file_names_a_machine_path():
+    """Item 13: no shipped emulator file (source, data, docs, tools) names a path of the
+    machine it was written on."""
+    files = [f for p in SHIPPED for f in ([p] if p.is_file() else p.rglob("*"))
+             if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f)]
+    bad = [(str(f.relative_to(REPO)), m) for f in files
+           for m in MACHINE_PATHS if m in f.read_text(encoding="utf-8", errors="replace")]
+    assert files and not bad, bad

@@ -86,7 +86,7 @@ def _unsupported_ops(gm) -> list[str]:
         target = node.target
         if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
             packet = target.overloadpacket.__name__
-            if target.namespace == "aten" and not _fallback.is_native(packet):
+            if target.namespace == "aten" and not _fallback.is_native_op(target):
                 bad.add(f"aten::{packet}")
     return sorted(bad)
 

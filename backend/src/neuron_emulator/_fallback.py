@@ -78,10 +78,17 @@ def is_native(packet: str) -> bool:
     return packet not in UNSUPPORTED_OPS and b not in UNSUPPORTED_OPS
 
 
+def is_native_op(func) -> bool:
+    """is_native for one aten OpOverload: an entry `packet.overload` names that overload only
+    (sort.default falls back, sort.stable is native)."""
+    packet = func.overloadpacket.__name__
+    return is_native(packet) and f"{packet}.{func._overloadname}" not in UNSUPPORTED_OPS
+
+
 def _classify(func) -> tuple[str, bool]:
     packet = func.overloadpacket.__name__
     ns = func.namespace
-    entry = (f"{ns}::{packet}", is_native(packet) if ns == "aten" else ns in NATIVE_NAMESPACES)
+    entry = (f"{ns}::{packet}", is_native_op(func) if ns == "aten" else ns in NATIVE_NAMESPACES)
     _by_func[func] = entry
     return entry
 
