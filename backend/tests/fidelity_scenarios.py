@@ -257,5 +257,52 @@ def op_support_follows_the_compatibility_table():
         neuron_emulator.get_fallback_ops()
 
 
+@scenario
+def memory_per_logical_core_follows_hbm_and_lnc():
+    """Item 2. A Trainium2 device has 96 GiB of HBM for its 8 physical NeuronCores, and a logical
+    NeuronCore combines the memory of its physical cores: 24 GiB per logical core at LNC=2, 12 at
+    LNC=1; a Trainium (Trn1) 32 GiB for 2 cores. NEURON_EMULATOR_MEMORY_GIB stays an override.
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/arch/trainium2_arch.html
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/logical-neuroncore-config.html"""
+    import subprocess
+    import sys
+
+    import torch
+
+    assert torch.neuron.mem_get_info()[1] == 24 << 30  # the default machine: trn2.3xlarge
+    code = "import torch; print(torch.neuron.mem_get_info()[1] >> 30)"
+    for env, want in (({"NEURON_LOGICAL_NC_CONFIG": "1"}, "12"),
+                      ({"NEURON_EMULATOR_INSTANCE_TYPE": "trn1.32xlarge"}, "16"),
+                      ({"NEURON_EMULATOR_INSTANCE_TYPE": "trn2.48xlarge"}, "24"),
+                      ({"NEURON_EMULATOR_MEMORY_GIB": "3"}, "3")):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, **env))
+        assert p.stdout.strip() == want, (env, p.stdout, p.stderr[-1500:])
+
+
+@scenario
+def freed_memory_stays_reserved_until_empty_cache():
+    """Item 4. The caching allocator: a freed block stays reserved until empty_cache();
+    memory_reserved() >= memory_allocated() at all times.
+    https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management"""
+    import torch
+
+    torch.neuron.empty_cache()
+    base_alloc, base_res = torch.neuron.memory_allocated(), torch.neuron.memory_reserved()
+    assert base_res >= base_alloc
+    x = torch.empty(1 << 20, device="neuron")  # 4 MiB
+    assert torch.neuron.memory_reserved() - base_res == 4 << 20
+    del x
+    assert torch.neuron.memory_allocated() == base_alloc
+    assert torch.neuron.memory_reserved() - base_res == 4 << 20  # still reserved
+    y = torch.empty(1 << 19, device="neuron")  # reuses the reserved bytes
+    assert torch.neuron.memory_reserved() - base_res == 4 << 20
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated()
+    del y
+    torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated() == base_alloc
+    assert torch.neuron.max_memory_reserved() >= 4 << 20
+
+
 if __name__ == "__main__":
     main()

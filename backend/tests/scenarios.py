@@ -195,21 +195,22 @@ def memory_limit_and_accounting():
     del view
     assert torch.neuron.memory_allocated() == base
     assert torch.neuron.max_memory_allocated() - base == 4 << 20
-    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated() + (4 << 20)
     stats = torch.neuron.memory_stats()
     assert stats["allocated_bytes.all.current"] == base and stats["num_ooms"] >= 1
     torch.neuron.reset_peak_memory_stats()
     assert torch.neuron.max_memory_allocated() == base
     torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
     free, total = torch.neuron.mem_get_info()
-    assert total == 96 << 30 and free == total - base
+    assert total == 24 << 30 and free == total - base  # a logical core of a trn2.3xlarge
     props = torch.neuron.get_device_properties(0)
-    assert props.total_memory == 96 << 30 and "emulated" in props.name
+    assert props.total_memory == 24 << 30 and "emulated" in props.name
     # torch.accelerator's memory functions answer for the neuron device
     assert torch.accelerator.memory_allocated() == base
     assert torch.accelerator.max_memory_allocated(1) >= 4096
     assert torch.accelerator.memory_stats()["allocated_bytes.all.current"] == base
-    assert torch.accelerator.get_memory_info()[1] == 96 << 30
+    assert torch.accelerator.get_memory_info()[1] == 24 << 30
     del y
 
 
