@@ -304,5 +304,30 @@ def freed_memory_stays_reserved_until_empty_cache():
     assert torch.neuron.max_memory_reserved() >= 4 << 20
 
 
+@scenario
+def quantized_operators_are_refused():
+    """Item 6. Quantized operators are not supported on the device (the beta has no TorchAO /
+    quantization integration): refused with the beta-limitation error, not run on the CPU.
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"""
+    import neuron_emulator
+    import torch
+
+    x = torch.randn(4, 4, device="neuron")
+    q = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8)
+    for what, fn in (
+            ("quantize_per_tensor", lambda: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)),
+            ("quantize_per_channel", lambda: torch.quantize_per_channel(
+                x, torch.ones(4), torch.zeros(4, dtype=torch.long), 0, torch.quint8)),
+            ("a quantized tensor moved to the device", lambda: q.to("neuron"))):
+        try:
+            fn()
+        except neuron_emulator.NeuronBetaLimitationError as e:
+            assert "quantized" in str(e), (what, e)
+        else:
+            raise AssertionError(f"{what} ran on the neuron device")
+    assert "aten::quantize_per_tensor" not in neuron_emulator.get_fallback_ops()
+
+
 if __name__ == "__main__":
     main()

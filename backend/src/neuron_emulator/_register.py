@@ -112,6 +112,7 @@ def _load(from_autoload: bool) -> bool:
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
+    lib.fallback(_limits.refuse_quantized, "QuantizedPrivateUse1")  # q.to("neuron")
     aten_lib = torch.library.Library("aten", "IMPL")
     aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
     # factories also as kernels of their own: the boxed fallback above is not reachable from
