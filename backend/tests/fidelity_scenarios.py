@@ -329,5 +329,36 @@ def quantized_operators_are_refused():
     assert "aten::quantize_per_tensor" not in neuron_emulator.get_fallback_ops()
 
 
+@scenario
+def compilation_artifacts_are_kept_in_the_debug_dir():
+    """Item 12. The env-vars page: TORCH_NEURONX_DEBUG_DIR is where compilation artifacts (FX
+    graphs, ...) are saved; TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1 keeps them (default:
+    not kept). https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    x = torch.randn(3, 3, device="neuron", requires_grad=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TORCH_NEURONX_DEBUG_DIR"] = tmp
+        try:
+            torch._dynamo.reset()
+            torch.compile(lambda t: t.sin() * 2, backend="neuron")(x)
+            assert list(Path(tmp).iterdir()) == []  # not kept by default
+            os.environ["TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS"] = "1"
+            torch._dynamo.reset()
+            torch.compile(lambda t: t.cos() * 2, backend="neuron")(x).sum().backward()
+        finally:
+            os.environ.pop("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", None)
+            os.environ.pop("TORCH_NEURONX_DEBUG_DIR", None)
+        graphs = sorted(p.name for p in Path(tmp).iterdir())
+        assert [g.split("_")[-1] for g in graphs] == ["forward", "backward"] or \
+            sorted(g.split("_")[-1] for g in graphs) == ["backward", "forward"], graphs
+        fw = next(p for p in Path(tmp).iterdir() if p.name.endswith("forward"))
+        assert "aten.cos" in (fw / "aten_ops.txt").read_text()
+        assert "def forward" in (fw / "fx_graph.py").read_text() and (fw / "EMULATED").exists()
+
+
 if __name__ == "__main__":
     main()

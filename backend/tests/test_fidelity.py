@@ -58,6 +58,7 @@ REPO = HERE.parent.parent
 SHIPPED = [HERE.parent / "src", HERE.parent / "README.md", HERE.parent / "pyproject.toml",
            HERE.parent / "tools", REPO / "docs" / "emulator.md"]
 MACHINE_PATHS = ("/work/", "/tmp/", "/home/", "../shared")
+DOCUMENTED = ("/tmp/neuron_backend",)  # TORCH_NEURONX_DEBUG_DIR's default on the env-vars page
 
 
 def test_op_table_is_generated_with_a_citation_per_row():
@@ -81,6 +82,10 @@ def test_no_shipped_file_names_a_machine_path():
     machine it was written on."""
     files = [f for p in SHIPPED for f in ([p] if p.is_file() else p.rglob("*"))
              if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f)]
-    bad = [(str(f.relative_to(REPO)), m) for f in files
-           for m in MACHINE_PATHS if m in f.read_text(encoding="utf-8", errors="replace")]
+    def text(f):
+        t = f.read_text(encoding="utf-8", errors="replace")
+        for d in DOCUMENTED:
+            t = t.replace(d, "")
+        return t
+    bad = [(str(f.relative_to(REPO)), m) for f in files for m in MACHINE_PATHS if m in text(f)]
     assert files and not bad, bad

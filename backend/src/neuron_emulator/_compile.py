@@ -23,7 +23,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from neuron_emulator import _fallback
+from neuron_emulator import _artifacts, _fallback
 
 _lock = threading.Lock()
 _metrics = {"compilations": 0, "recompilations": 0, "cache_hits": 0, "graphs": 0,
@@ -91,7 +91,8 @@ def _unsupported_ops(gm) -> list[str]:
     return sorted(bad)
 
 
-def _check(gm, example_inputs, allow_fallback: bool = False):
+def _check(gm, example_inputs, allow_fallback: bool = False, kind: str = "forward"):
+    _artifacts.preserve(gm, kind)
     bad = _unsupported_ops(gm)
     if bad and not allow_fallback:
         raise NeuronCompileError(
@@ -123,7 +124,8 @@ def _recording(gm):
 
 def _aot(allow_fallback: bool):
     check = functools.partial(_check, allow_fallback=allow_fallback)
-    return aot_autograd(fw_compiler=check, bw_compiler=check)
+    return aot_autograd(fw_compiler=check,
+                        bw_compiler=functools.partial(check, kind="backward"))
 
 
 def _frame_recompile() -> bool:
