@@ -360,5 +360,36 @@ def compilation_artifacts_are_kept_in_the_debug_dir():
         assert "def forward" in (fw / "fx_graph.py").read_text() and (fw / "EMULATED").exists()
 
 
+@scenario
+def autocast_follows_the_generic_policy_lists():
+    """Item 8. torch.autocast("neuron", bfloat16) follows PyTorch's generic (CUDA-style) policy:
+    softmax, exp and layer_norm run in float32, mm/linear in bfloat16, and binary_cross_entropy
+    raises under autocast. https://docs.pytorch.org/docs/stable/amp.html#cuda-ops-that-can-autocast-to-float32
+    (lists: pytorch/pytorch@d70fe7f33910bbe8bc8b6027388a84bb102a453d
+    aten/src/ATen/autocast_mode.h)"""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(4, 8, device="neuron")
+    w = torch.randn(8, 8, device="neuron")
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        assert (x @ w).dtype == torch.bfloat16
+        assert F.linear(x, w).dtype == torch.bfloat16
+        h = F.linear(x, w)
+        assert torch.softmax(h, -1).dtype == torch.float32
+        assert torch.exp(h).dtype == torch.float32
+        assert F.layer_norm(h, (8,)).dtype == torch.float32
+        assert h.sum().dtype == torch.float32
+        assert torch.softmax(h, -1, dtype=torch.bfloat16).dtype == torch.bfloat16
+        try:
+            F.binary_cross_entropy(torch.sigmoid(x), torch.rand(4, 8, device="neuron"))
+        except RuntimeError as e:
+            assert "unsafe to autocast" in str(e), e
+        else:
+            raise AssertionError("binary_cross_entropy ran under autocast")
+        assert F.binary_cross_entropy_with_logits(h, torch.rand(4, 8, device="neuron")) \
+            .dtype == torch.float32
+
+
 if __name__ == "__main__":
     main()

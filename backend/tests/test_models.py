@@ -60,7 +60,9 @@ def test_autocast_policy_is_data_with_a_source():
     for op in ("scaled_dot_product_attention", "linear", "matmul", "bmm", "baddbmm", "addmm",
                "conv2d"):
         assert op in policy["lower_precision_fp"]
-    assert "mse_loss" in policy["fp32"] and "cat" in policy["promote"]
+    assert "mse_loss" in policy["fp32"] and "index_put" in policy["promote"]
+    assert "softmax.int" in policy["fp32_set_opt_dtype"] and "binary_cross_entropy" in \
+        policy["banned"]  # the generic (CUDA-style) lists, not CPU's
 
 
 CUSTOM_OPS = """
