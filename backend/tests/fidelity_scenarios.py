@@ -391,5 +391,33 @@ def autocast_follows_the_generic_policy_lists():
             .dtype == torch.float32
 
 
+@scenario
+def cpu_inputs_of_a_compiled_graph_are_copied_to_the_device():
+    """Item 5. The env-vars page: CPU inputs of a graph compiled with backend="neuron" are copied
+    to the device (outputs on the device); TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1 makes a
+    CPU input an error. https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"""
+    import torch
+
+    m = torch.nn.Linear(4, 3).to("neuron")
+    x = torch.randn(2, 4)
+    ref = m(x.to("neuron")).cpu()
+    for fn, args in ((m, (x,)), (lambda a, b: a @ b, (x, torch.randn(4, 2)))):
+        torch._dynamo.reset()
+        out = torch.compile(fn, backend="neuron")(*args)
+        assert out.device.type == "neuron", out.device
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(m, backend="neuron")(x).cpu(), ref)
+    os.environ["TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY"] = "1"
+    try:
+        torch._dynamo.reset()
+        torch.compile(m, backend="neuron")(x)
+    except Exception as e:
+        assert "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY" in str(e), e
+    else:
+        raise AssertionError("a CPU input was accepted with autocopy disabled")
+    finally:
+        os.environ.pop("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY")
+
+
 if __name__ == "__main__":
     main()

@@ -176,10 +176,44 @@ def neuron_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     if ignored:
         _warn_once(f"options={ignored}", f"neuron (emulated): torch.compile options {ignored} "
                    "are ignored by the neuron backend (it reads fallback_execution)")
+    cpu = [i for i, t in enumerate(example_inputs)
+           if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+    if cpu and env_flag(AUTOCOPY_ENV, False):
+        raise NeuronCompileError(
+            f"neuron (emulated): input {cpu[0]} of the compiled graph is a CPU tensor and "
+            f"{AUTOCOPY_ENV}=1 turns off copying CPU inputs to the device: move the inputs "
+            "(and the model) to the neuron device, or unset it")
+    if cpu:  # traced as device inputs; copied to the device at run time
+        example_inputs = _on_device(example_inputs, cpu)
     with _fallback.quiet():
         compiled = _aot(fallback_allowed(options))(gm, example_inputs)
     _count(compilations=1, graphs=1, recompilations=int(_frame_recompile()))
-    return _per_shape(compiled)
+    return _per_shape(_autocopy(compiled, cpu) if cpu else compiled)
+
+
+AUTOCOPY_ENV = "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY"
+
+
+def _on_device(inputs, cpu: list[int]) -> list:
+    from neuron_emulator import _devices
+    from neuron_emulator._tensor import NeuronTensor
+
+    index = _devices.current()
+    return [NeuronTensor(t, index) if i in cpu else t for i, t in enumerate(inputs)]
+
+
+def _autocopy(compiled, cpu: list[int]):
+    """CPU inputs of a compiled graph are copied to the device and its outputs stay there, as
+    the env-vars page says (TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1 refuses them instead)."""
+    cpu_set = frozenset(cpu)
+
+    def run(*args):
+        from neuron_emulator import _devices
+
+        device = torch.device("neuron", _devices.current())
+        return compiled(*[a.to(device) if i in cpu_set and isinstance(a, torch.Tensor)
+                          and a.device.type == "cpu" else a for i, a in enumerate(args)])
+    return run
 
 
 def _real_backend():

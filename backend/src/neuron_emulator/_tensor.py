@@ -153,8 +153,16 @@ def _scan_one(x, seen) -> None:
         elif index != seen[0]:
             _mixed(f"neuron:{seen[0]}", f"neuron:{index}")
         seen[2] = True
-    elif x.dim() > 0 and x.device.type != "meta":
+    elif x.dim() > 0 and x.device.type != "meta" and not _tracing_cpu(x):
         _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
+
+
+def _tracing_cpu(x) -> bool:
+    """A CPU fake tensor beside device tensors while torch.compile traces: a CPU input of a
+    compiled graph, which the neuron backend copies to the device at run time (_compile)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(x, FakeTensor)
 
 
 def _unwrap_all(seq):
