@@ -49,16 +49,23 @@ def _acquire(key: int, nbytes: int, index: int) -> None:
             ref[0] += 1
             return
         _refs[key] = [1, nbytes, index]
-        s = _dev_stats(index)
-        s["current"] += nbytes
+        s = _stats.get(index) or _dev_stats(index)
+        cur = s["current"] + nbytes
+        s["current"] = cur
         s["count"] += 1
         s["allocs"] += 1
         s["alloc_bytes"] += nbytes
-        s["peak"] = max(s["peak"], s["current"])
-        reuse = min(s["cached"], nbytes)  # freed-but-reserved bytes first
-        s["cached"] -= reuse
-        s["reserved"] += nbytes - reuse
-        s["reserved_peak"] = max(s["reserved_peak"], s["reserved"])
+        if cur > s["peak"]:
+            s["peak"] = cur
+        cached = s["cached"]  # freed-but-reserved bytes are reused first
+        if cached >= nbytes:
+            s["cached"] = cached - nbytes
+        else:
+            s["cached"] = 0
+            r = s["reserved"] + nbytes - cached
+            s["reserved"] = r
+            if r > s["reserved_peak"]:
+                s["reserved_peak"] = r
 
 
 def _release(cell: list) -> None:
