@@ -26,6 +26,13 @@ def _quiet():
     return ctx
 
 
+def _counters():
+    """The compile counts: torch._dynamo's counters["neuron"], where the backend keeps them."""
+    from torch._dynamo.utils import counters
+
+    return counters["neuron"]
+
+
 @scenario
 def histc_int_runs_on_the_device():
     """Item 15. transformers' MoE routing calls histc on an int tensor on every non-CPU device;
@@ -118,8 +125,7 @@ def compile_without_backend_picks_neuron():
     m = torch.nn.Linear(4, 2).to("neuron")
     out = torch.compile(m)(torch.randn(3, 4, device="neuron"))
     assert out.device.type == "neuron"
-    assert torch.neuron.get_dynamo_metrics()["compilations"] == 1, \
-        torch.neuron.get_dynamo_metrics()
+    assert _counters()["compilations"] == 1, _counters()
     try:
         torch.compile(lambda t: t.sin() * 2, dynamic=True)(torch.randn(3, device="neuron"))
     except Exception as e:
@@ -129,7 +135,7 @@ def compile_without_backend_picks_neuron():
     torch.neuron.reset_dynamo_metrics()
     torch._dynamo.reset()
     torch.compile(lambda t: t * 2)(torch.randn(3))  # CPU: inductor, not neuron
-    assert torch.neuron.get_dynamo_metrics()["compilations"] == 0
+    assert _counters()["compilations"] == 0
 
 
 @scenario
@@ -176,6 +182,48 @@ def fallback_execution_option_and_env_var():
     finally:
         os.environ.pop(env, None)
         ctx.__exit__(None, None, None)
+
+
+@scenario
+def dynamo_metrics_are_one_record_per_compiled_graph():
+    """Item 9. The torch.compile reference lists torch.neuron.get_dynamo_metrics() /
+    reset_dynamo_metrics() in its public helper API
+    (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html);
+    the page names no field, so the record follows the backend's published source
+    (torch_neuronx/neuron_dynamo_backend/metrics.py, NeuronCompilationMetrics, in
+    github.com/parmoham-aws/test-repo-parmoham@5577a2d873f688c036c58f7cf3033bc0d7d1d7f3): one
+    record per compiled graph (forward and backward apart), counters["neuron"]["compiled_graphs"]
+    beside them; a refused graph adds none; reset clears both."""
+    import contextlib
+    import dataclasses
+
+    import torch
+    from torch._dynamo.utils import counters
+
+    fields = ["graph_id", "graph_name", "model_name", "has_collectives", "graph_node_count",
+              "timestamp", "torch_neuronx_fx_passes_us", "torch_neuronx_lower_us",
+              "torch_neuronx_compile_us"]
+    torch._dynamo.reset()
+    torch.neuron.reset_dynamo_metrics()
+    assert torch.neuron.get_dynamo_metrics() == []
+    w = torch.randn(8, 3, device="neuron", requires_grad=True)
+    g = torch.compile(lambda x: (x @ w).relu().sum(), backend="neuron", dynamic=False)
+    g(torch.randn(4, 8, device="neuron")).backward()
+    recs = torch.neuron.get_dynamo_metrics()
+    assert isinstance(recs, list) and len(recs) == 2, recs  # the forward and the backward graph
+    assert [f.name for f in dataclasses.fields(recs[0])] == fields, recs[0]
+    kinds = sorted(r.graph_name.split("_")[-2] for r in recs)
+    assert kinds == ["backward", "forward"], [r.graph_name for r in recs]
+    assert all(r.graph_node_count > 0 and r.graph_id and not r.has_collectives for r in recs)
+    assert counters["neuron"]["compiled_graphs"] == 2, dict(counters["neuron"])
+    g(torch.randn(4, 8, device="neuron"))  # the same shape: no new graph
+    assert len(torch.neuron.get_dynamo_metrics()) == 2
+    with contextlib.suppress(Exception):  # refused: linalg_qr has no device kernel
+        torch.compile(lambda t: torch.linalg.qr(t)[0], backend="neuron")(
+            torch.randn(4, 4, device="neuron"))
+    assert len(torch.neuron.get_dynamo_metrics()) == 2  # a refused graph is not a record
+    torch.neuron.reset_dynamo_metrics()
+    assert torch.neuron.get_dynamo_metrics() == [] and not counters["neuron"]
 
 
 @scenario

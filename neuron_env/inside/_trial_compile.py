@@ -39,16 +39,26 @@ def compile_backend(t):
 
 
 def dynamo_metrics(t):
-    """Compilation counters: the backend's get_dynamo_metrics(), else torch._dynamo's."""
+    """Compilation counts: the backend's (torch._dynamo's counters["neuron"], beside the
+    per-graph records of get_dynamo_metrics(); an older emulator returned a dict), else
+    torch._dynamo's own (unique_graphs)."""
+    from torch._dynamo.utils import counters
     mod = device_module(t.torch, t.device)
     fn = getattr(mod, "get_dynamo_metrics", None) if mod is not None else None
     if fn is not None:
-        m = dict(fn())
+        got = fn()
+        if isinstance(got, dict):
+            m = dict(got)
+        else:  # one record per compiled graph (forward and backward apart)
+            c = counters["neuron"]
+            graphs = [r for r in got if "_backward_" not in getattr(r, "graph_name", "")]
+            m = {"compilations": c.get("compilations", len(graphs)),
+                 "recompilations": c.get("recompilations", 0),
+                 "cache_hits": c.get("cache_hits")}
         return {"compilations": int(m.get("compilations", 0)),
                 "recompilations": int(m.get("recompilations", 0)),
                 "cache_hits": m.get("cache_hits"), "source": "torch.%s.get_dynamo_metrics"
                 % t.device.type}
-    from torch._dynamo.utils import counters
     return {"compilations": int(counters["stats"].get("unique_graphs", 0)),
             "recompilations": None, "cache_hits": None,
             "source": "torch._dynamo counters (unique_graphs)"}

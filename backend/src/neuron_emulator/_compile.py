@@ -5,8 +5,18 @@
 - A graph holding an aten op the device cannot run fails to compile, naming the op, unless
   TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 (then the op falls back to the CPU and is listed by
   get_fallback_ops()).
-- Each new input shape is a (re)compilation, as on the device (static shapes);
-  `torch.neuron.get_dynamo_metrics()` counts compilations, recompilations and cache hits.
+- Each new input shape is a (re)compilation, as on the device (static shapes).
+- `torch.neuron.get_dynamo_metrics()` returns one record per compiled graph (forward and
+  backward graphs apart), with the fields of the backend's published `NeuronCompilationMetrics`
+  (graph_id, graph_name, model_name, has_collectives, graph_node_count, timestamp and the
+  three phase timings in µs); `reset_dynamo_metrics()` clears them and the `neuron` counters.
+  The torch.compile reference lists both functions in its public helper API
+  (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html);
+  the fields follow torch_neuronx/neuron_dynamo_backend/metrics.py as published in
+  github.com/parmoham-aws/test-repo-parmoham@5577a2d873f688c036c58f7cf3033bc0d7d1d7f3 (the page
+  names no field). Like the real backend, the counts live in torch._dynamo's
+  `counters["neuron"]`: compiled_graphs, and the emulator's own compilations (one per new input
+  shape), recompilations, cache_hits, fallback_graphs (`compile_counters()`).
 
 The graph is traced by AOTAutograd through the device tensor (a traceable wrapper subclass) and
 run on the CPU; "compiling" checks the aten ops of the forward and backward graphs.
@@ -14,9 +24,12 @@ run on the CPU; "compiling" checks the aten ops of the forward and backward grap
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import os
 import threading
+import time
 import warnings
 
 import torch
@@ -60,24 +73,84 @@ def fallback_allowed(options: dict | None = None) -> bool:
     return not env_flag(FALLBACK_ENV, True)
 
 
+@dataclasses.dataclass
+class NeuronCompilationMetrics:
+    """One compiled graph (the published backend's record, field for field)."""
+
+    graph_id: str
+    graph_name: str = ""
+    model_name: str = ""
+    has_collectives: bool = False
+    graph_node_count: int = 0
+    timestamp: str = ""
+    torch_neuronx_fx_passes_us: int = 0
+    torch_neuronx_lower_us: int = 0
+    torch_neuronx_compile_us: int = 0
+
+
+_records: list[NeuronCompilationMetrics] = []
+
+
+def _dynamo_counters():
+    from torch._dynamo.utils import counters
+
+    return counters["neuron"]
+
+
 def _count(**delta: int) -> None:
     with _lock:
+        c = _dynamo_counters()
         for k, v in delta.items():
             _metrics[k] += v
+            c[k] += v
 
 
-def get_dynamo_metrics() -> dict[str, int]:
-    """Counts since the last reset: compilations (graphs compiled, one per new input shape),
-    recompilations (compilations caused by a new shape of an already compiled function),
-    cache_hits (calls served by an already compiled graph), graphs, fallback_graphs."""
+def compile_counters() -> dict[str, int]:
+    """The emulator's counts since the last reset: compilations (graphs compiled, one per new
+    input shape), recompilations (compilations caused by a new shape of an already compiled
+    function), cache_hits (calls served by an already compiled graph), graphs,
+    fallback_graphs."""
     with _lock:
         return dict(_metrics)
+
+
+def get_dynamo_metrics() -> list[NeuronCompilationMetrics]:
+    """One record per compiled graph since the last reset, oldest first (copies)."""
+    with _lock:
+        return [dataclasses.replace(r) for r in _records]
 
 
 def reset_dynamo_metrics() -> None:
     with _lock:
         for k in _metrics:
             _metrics[k] = 0
+        _records.clear()
+        _dynamo_counters().clear()
+
+
+def _record(gm, kind: str, seconds: float) -> None:
+    """A record of the graph just compiled (`kind`: forward or backward)."""
+    nodes = list(gm.graph.nodes)
+    code = getattr(gm, "code", "") or ""
+    collectives = any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                      and n.target.namespace in ("c10d", "_c10d_functional") for n in nodes)
+    cid = torch._guards.CompileContext.current_compile_id()
+    aot = getattr(torch._guards.TracingContext.try_get(), "aot_graph_name", None) or ["0"]
+    model = str(getattr(cid, "frame_id", 0)) if cid is not None else "0"
+    us = int(seconds * 1e6)
+    with _lock:
+        nth = sum(1 for r in _records if r.model_name == f"model_{model}"
+                  and f"_{kind}_" in r.graph_name)
+        _records.append(NeuronCompilationMetrics(
+            graph_id=hashlib.sha256(code.encode()).hexdigest()[:32],
+            graph_name=f"model_{model}_{aot[0] if aot else 0}_{kind}_{nth}",
+            model_name=f"model_{model}", has_collectives=collectives,
+            graph_node_count=len(nodes), timestamp=time.strftime("%Y%m%dT%H%M%S"),
+            torch_neuronx_fx_passes_us=us, torch_neuronx_lower_us=0,
+            torch_neuronx_compile_us=us))
+        _dynamo_counters()["compiled_graphs"] += 1
+        if collectives:
+            _dynamo_counters()["graphs_with_collectives"] += 1
 
 
 def _unsupported_ops(gm) -> list[str]:
@@ -92,6 +165,7 @@ def _unsupported_ops(gm) -> list[str]:
 
 
 def _check(gm, example_inputs, allow_fallback: bool = False, kind: str = "forward"):
+    start = time.perf_counter()
     _artifacts.preserve(gm, kind)
     bad = _unsupported_ops(gm)
     if bad and not allow_fallback:
@@ -104,6 +178,7 @@ def _check(gm, example_inputs, allow_fallback: bool = False, kind: str = "forwar
             "CPU, or keep them out of the compiled region.")
     if bad:  # runs eagerly, its unsupported ops on the CPU
         _count(fallback_graphs=1)
+    _record(gm, kind, time.perf_counter() - start)  # a refused graph leaves no record
     return make_boxed_func(_recording(gm))
 
 
