@@ -324,6 +324,20 @@ def load_reference(torch, path):
                            ) from None
 
 
+def compare_step(torch, dist, out, value, want, sl, world, tol, phase):
+    """(the shard's output rows: those out of tolerance, else the closest one; the loss row:
+    the mean of the ranks' losses, all-reduced, against the reference's)."""
+    got = dict(flatten(out))
+    rows = [check(torch, got.get(k), w[sl], *tol, tensor=k, phase=phase)
+            for k, w in want["out"].items()]
+    g = value.detach().float().reshape(1).clone()
+    dist.all_reduce(g)
+    mean = g.cpu() / world
+    loss = check(torch, mean, torch.tensor([want["loss"]]), *tol, tensor="loss", phase=phase,
+                 value=float(mean[0]), reference=want["loss"])
+    return [r for r in rows if not r["ok"]][:20] or ([worst_of(rows)] if rows else []), loss
+
+
 def rank_main(torch, opts, run, rank, world, local_rank):
     import torch.distributed as dist
 
@@ -357,17 +371,10 @@ def rank_main(torch, opts, run, rank, world, local_rank):
         out, value = train_step(wrapped, opt, data, loss, sl)
         sync(torch, device)
         t_first = t_first if t_first is not None else time.perf_counter() - t0
-        want = ref["steps"][s]
-        got = dict(flatten(out))
-        rows = [check(torch, got.get(k), w[sl], rtol, atol, tensor=k, phase="step %d" % (s + 1))
-                for k, w in want["out"].items()]
-        outs += [r for r in rows if not r["ok"]][:20] or ([worst_of(rows)] if rows else [])
-        g = value.detach().float().reshape(1).clone()
-        dist.all_reduce(g)
-        mean = g.cpu() / world
-        losses.append(check(torch, mean, torch.tensor([want["loss"]]), rtol, atol,
-                            tensor="loss", phase="step %d" % (s + 1), value=float(mean[0]),
-                            reference=want["loss"]))
+        rows, row = compare_step(torch, dist, out, value, ref["steps"][s], sl, world,
+                                 (rtol, atol), "step %d" % (s + 1))
+        outs += rows
+        losses.append(row)
     run.step("gather parameters", inside=True)
     params = [check(torch, full(p), ref["final"][n], rtol, atol, tensor=n,
                     phase="after step %d" % opts["steps"])
