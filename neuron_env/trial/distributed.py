@@ -492,7 +492,7 @@ def _mode_note(ref: dict[str, Any], how: str | None) -> str:
                            "ignored": "DDP left them out of its reduction (the emulated "
                                       "device cannot run find_unused_parameters=True); your "
                                       "training script needs find_unused_parameters=True"}.get(
-                    how or "", "FSDP2 reduces them as zeros"))
+                    how or "", "FSDP2 needs no flag for them"))
     return out
 
 
