@@ -236,10 +236,7 @@ def _agents(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: fl
     codes = worker_exits("\n".join(c.stderr for c in done))
     states = tuple(_state(Path(run_dir), r, codes.get(r), timed_out or (
         r in codes and codes[r] == -signal.SIGTERM)) for r in range(d.world_size))
-    died = next((s.rank for s in states if s.error), None)
-    if died is None and failed is not None:  # the agents' report: a worker that died first
-        died = next((r for r, c in codes.items() if c not in (0, -signal.SIGTERM)),
-                    next((s.rank for s in states if s.doc is None), None))
+    died = first_death(states) if failed is not None or any(s.error for s in states) else None
     tail = "\n".join(f"agent {i}: {c.stderr.strip()[-700:]}" for i, c in enumerate(done)
                      if c.returncode not in (0, None) or c.timed_out)
     return DistRun(None, states, 0.0, timed_out, died, tail, port,
@@ -258,6 +255,27 @@ def worker_exits(agent_stderr: str) -> dict[int, int]:
     for m in _FAILURE.finditer(agent_stderr):
         out.setdefault(int(m.group(1)), int(m.group(2)))
     return out
+
+
+_LOST_PEER = re.compile(r"closed by peer|connection reset|broken pipe|socket timeout|"
+                        r"watchdog|peer", re.IGNORECASE)
+
+
+def first_death(states: tuple[RankState, ...]) -> int | None:
+    """The rank whose death stopped a torchrun run (the agents report no order): killed by a
+    signal of its own, then a hard exit without a Python error, then a Python error of its own,
+    then one that only says a peer went away (the victims of the first)."""
+    def rank(s: RankState) -> tuple[int, int]:
+        code, stopped = s.returncode, s.returncode == -signal.SIGTERM
+        if code is not None and code < 0 and not stopped:
+            return 0, s.rank
+        if code not in (None, 0) and not stopped and not s.error:
+            return 1, s.rank
+        if s.error:
+            return (3 if _LOST_PEER.search(s.error.strip().splitlines()[-1]) else 2), s.rank
+        return 4, s.rank
+    dead = [s for s in states if s.doc is None]
+    return min(dead, key=rank).rank if dead else None
 
 
 def _stop_agents(agents: list[proc.Running]) -> None:

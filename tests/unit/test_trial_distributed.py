@@ -237,6 +237,19 @@ def test_torchrun_agents_failure_report_gives_each_rank_its_exit():
     assert dist.worker_exits(text) == {1: -9, 0: -15}
 
 
+def test_under_torchrun_the_rank_that_died_first_is_blamed_not_its_victims():
+    victim = dist.RankState(0, "wrap ddp", True, None,
+                            "Traceback\nRuntimeError: Connection closed by peer [127.0.0.1]:1", 1)
+    killed = dist.RankState(1, "model", False, None, None, -9)
+    assert dist.first_death((victim, killed)) == 1
+    crashed = dist.RankState(1, "step 1", True, None, None, 17)
+    assert dist.first_death((victim, crashed)) == 1
+    own = dist.RankState(1, "step 1", True, None, "Traceback\nValueError: bad shape", 1)
+    assert dist.first_death((victim, own)) == 1
+    stopped = dist.RankState(0, "step 1", True, None, None, -15)
+    assert dist.first_death((stopped, own)) == 1
+
+
 def test_a_finished_run_that_failed_is_not_said_to_have_stopped():
     from neuron_env.cost.prices import Price
 
