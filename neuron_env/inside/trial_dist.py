@@ -2,14 +2,20 @@
 # argv[1] is a JSON object of options; its "role" is either
 #   "reference": ONE process (no process group) runs `steps` SGD steps on the whole batch and
 #                saves what the ranks must reproduce (initial parameters, per-step loss and
-#                output, final parameters) plus its own steady-state step times;
+#                outputs, final parameters, the mode and the parameters the loss leaves unused)
+#                plus its own steady-state step times;
 #   "rank":      one rank of the distributed run (neuron-env's launcher or torchrun sets RANK,
 #                WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): DDP or FSDP2 over its shard
-#                of the batch, each step's shard output and the global loss compared with the
+#                of the batch, each step's shard outputs and the global loss compared with the
 #                reference, then every (gathered) parameter after the last optimizer step.
-# Every rank writes its progress and its verdict to files in the run directory (rank<R>.steps,
-# rank<R>.pid, rank<R>.json, rank<R>.error): the same under neuron-env's launcher and under
-# torchrun agents, whose workers' output neuron-env does not capture.
+# The MODEL, its inputs (a tuple, or a dict of keyword inputs), the default loss, the eval/train
+# decision for stochastic modules and the element-wise comparison are the one-process trial's
+# (trial.py, _trial_models.py, _trial_compare.py): one input/compare path, two launchers.
+# Every process writes its progress and its verdict to files in the run directory
+# (<name>.steps, .pid, .json, .error; the reference also reference.pt): the same under
+# neuron-env's launcher and under torchrun agents, whose workers' output neuron-env does not
+# capture. Tensors travel as data only: torch.save of plain containers, read back with
+# torch.load(weights_only=True), never an unpickled object.
 import inspect
 import json
 import os
@@ -21,11 +27,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, ev
 from _shared import step as marker
 from _shared import sync
 from _trial_common import Usage
-from _trial_models import builtin_conv, import_callable  # conv: no targets, one loss
+from _trial_compare import compare_one, flatten, host
+from _trial_device import timed
+from _trial_models import check_protocol, load_model
+from trial import Trial, choose_mode, default_loss
 
-PROTOCOL = ("the callable returns (model, example_inputs[, loss_fn]); under --world-size the "
-            "batch is dimension 0 of every input and a loss_fn that needs targets takes "
-            "(output, batch_slice) and indexes its targets with the slice")
+PROTOCOL = ("the callable returns (model, example_inputs[, loss_fn]) as for the one-process "
+            "trial; under --world-size the batch is dimension 0 of every batched input and a "
+            "loss_fn that needs targets takes (output, batch_slice) and indexes its targets "
+            "with the slice")
+TOKEN = "NEURON_ENV_TRIAL_RUN"  # set by neuron-env's launcher (trial/distributed.py)
 
 
 class Run:
@@ -50,7 +61,24 @@ class Run:
         os.replace(tmp, self.base + suffix)
 
 
-# -- workloads: the small built-ins (loss_fn(out, batch_slice) where targets are needed) --------
+def die_with_parent():
+    """Under neuron-env's launcher: this process dies with the one that started it. A torchrun
+    agent runs its workers in sessions of their own, so when the agent (or neuron-env above
+    it) is killed, nothing else would stop a rank that waits for its peers."""
+    if TOKEN not in os.environ or not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()  # not 1 as a test: neuron-env may be a container's init
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:
+        return
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os._exit(1)
+
+
+# -- workloads: the built-ins whose loss needs targets take the batch slice ------------------
 def builtin_mlp(torch):
     nn = torch.nn
     model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 256), nn.ReLU(),
@@ -73,30 +101,28 @@ def builtin_embedding(torch):
         out.reshape(-1, 1000), target[sl].to(out.device).reshape(-1))
 
 
-BUILTINS = {"mlp": builtin_mlp, "conv": builtin_conv,
-            "transformer-block": builtin_transformer_block, "embedding": builtin_embedding}
+BUILTINS = {"mlp": builtin_mlp, "transformer-block": builtin_transformer_block,
+            "embedding": builtin_embedding}
 
 
 def load(torch, spec, seed):
-    """(model, inputs, loss(out, sl)) with torch seeded first, as single-process trial does."""
-    if spec.startswith("builtin:"):
-        fn = BUILTINS.get(spec.split(":", 1)[1])
-        if fn is None:
-            raise Usage("MODEL %r: no built-in workload" % spec)
-    else:  # the user's module, imported as single-process trial imports it
-        fn = import_callable(spec)
-    torch.manual_seed(seed)
-    got = fn(torch) if spec.startswith("builtin:") else fn()
-    if not isinstance(got, tuple) or len(got) not in (2, 3) or \
-            not isinstance(got[0], torch.nn.Module):
-        raise Usage("MODEL %r: returned %s" % (spec, type(got).__name__), PROTOCOL)
-    model, inputs = got[0], tuple(got[1]) if isinstance(got[1], (tuple, list)) else (got[1],)
-    return model, inputs, loss_of(got[2] if len(got) == 3 else None)
+    """(model, (args, kwargs), loss(out, sl)): the one-process trial's loader and protocol
+    (a tuple or a dict of keyword inputs), torch seeded first; the built-ins whose loss takes
+    targets are this script's (their loss indexes the targets with the batch slice)."""
+    name = spec.split(":", 1)[1] if spec.startswith("builtin:") else None
+    if name in BUILTINS:
+        torch.manual_seed(seed)
+        model, inputs, fn = check_protocol(torch, BUILTINS[name](torch), spec)
+    else:
+        model, inputs, fn = load_model(torch, spec, seed)
+    return model, inputs, fn, loss_of(fn)
 
 
 def loss_of(fn):
+    """loss(out, sl): the user's loss_fn(out, batch_slice) or loss_fn(out), else the one-process
+    trial's default loss (every floating output's mean square)."""
     if fn is None:
-        return lambda out, sl: first(out).float().pow(2).mean()
+        return lambda out, sl: default_loss(out)
     try:
         n = len([p for p in inspect.signature(fn).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
@@ -105,45 +131,52 @@ def loss_of(fn):
     return fn if n >= 2 else (lambda out, sl: fn(out))
 
 
-def first(out):
-    while isinstance(out, (tuple, list)):
-        out = out[0]
-    if isinstance(out, dict):
-        return first(next(iter(out.values())))
-    return out
+def tensors(torch, inputs):
+    args, kwargs = inputs
+    return [t for t in list(args) + list(kwargs.values()) if isinstance(t, torch.Tensor)]
 
 
 def batch_of(torch, inputs):
-    sizes = {t.shape[0] for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0}
+    sizes = {t.shape[0] for t in tensors(torch, inputs) if t.dim() > 0}
     if not sizes:
         raise Usage("MODEL: no tensor input with a batch dimension", PROTOCOL)
     return max(sizes)
 
 
 def shard(torch, inputs, batch, sl, device):
-    return tuple(t[sl].to(device) if isinstance(t, torch.Tensor) and t.dim() > 0 and
-                 t.shape[0] == batch else (t.to(device) if isinstance(t, torch.Tensor) else t)
-                 for t in inputs)
+    """(args, kwargs) on the device, every tensor whose dimension 0 is the batch cut to sl."""
+    def one(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return (t[sl] if t.dim() > 0 and t.shape[0] == batch else t).to(device)
+    args, kwargs = inputs
+    return tuple(one(t) for t in args), {k: one(v) for k, v in kwargs.items()}
 
 
-# -- the comparison: element-wise |a - b| <= atol + rtol * |b| -----------------------------------
-def compare(torch, got, want, rtol, atol):
-    """{ok, max_abs, excess, mismatched, numel}; excess = max |a-b| / (atol + rtol |b|)."""
-    a, b = got.detach().cpu().double(), want.detach().cpu().double()
-    if a.shape != b.shape:
-        return dict(ok=False, max_abs=None, excess=float("inf"), mismatched=b.numel(),
-                    numel=b.numel(), why="shape %s, expected %s" % (list(a.shape),
-                                                                     list(b.shape)))
-    diff = (a - b).abs()
-    bound = atol + rtol * b.abs()
-    nan = torch.isnan(a) != torch.isnan(b)
-    bad = (diff > bound) | nan
-    finite = diff.masked_fill(torch.isnan(diff), 0.0)
-    excess = float((finite / bound.clamp_min(1e-300)).max()) if diff.numel() else 0.0
-    n_bad = int(bad.sum())
-    return dict(ok=n_bad == 0, max_abs=float(finite.max()) if diff.numel() else 0.0,
-                excess=float("inf") if bool(nan.any()) else excess, mismatched=n_bad,
-                numel=b.numel())
+def batched_outputs(torch, out, batch):
+    """{name: tensor} of the outputs whose dimension 0 is the batch (a rank holds its rows),
+    and the names of the others (compared through the loss and the parameters only)."""
+    rows, other = {}, []
+    for name, t in flatten(out):
+        if t.dim() > 0 and t.shape[0] == batch:
+            rows[name] = t
+        else:
+            other.append(name)
+    return rows, other
+
+
+# -- the comparison: the one-process trial's element-wise allclose --------------------------
+def check(torch, got, want, rtol, atol, **label):
+    """compare_one's verdict in the trial.distributed row's words (max_abs, numel: the
+    report's schema): {ok, max_abs, max_rel_error, excess, mismatched, numel, ...}."""
+    c = compare_one(torch, host(got) if got is not None else None, want, rtol, atol)
+    row = dict(label, ok=c["ok"], max_abs=c.get("max_abs_error"),
+               max_rel_error=c.get("max_rel_error"), excess=min(float(c["excess"]), 1e30),
+               mismatched=c.get("mismatched", want.numel()), numel=want.numel())
+    for k in ("missing", "shape", "nonfinite"):
+        if c.get(k):
+            row[k] = c[k]
+    return row
 
 
 def full(p):
@@ -170,82 +203,109 @@ def emulated(torch, device):
                 getattr(mod, "is_emulated", lambda: False)())
 
 
-def train_step(torch, model, opt, inputs, loss, sl):
-    out = model(*inputs)
+def train_step(model, opt, data, loss, sl, unused=None):
+    """One SGD step; `unused` (a set) gets the parameters left without a gradient."""
+    args, kwargs = data
+    out = model(*args, **kwargs)
     value = loss(out, sl)
     value.backward()
+    if unused is not None:
+        unused.update(n for n, p in model.named_parameters() if p.requires_grad and
+                      p.grad is None)
     opt.step()
     opt.zero_grad(set_to_none=True)
     return out, value
 
 
-def timed_steps(torch, device, model, opt, inputs, loss, sl, n):
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        train_step(torch, model, opt, inputs, loss, sl)
-        sync(torch, device)
-        times.append(time.perf_counter() - t0)
-    times.sort()
+def median_step(torch, device, model, opt, data, loss, sl, n):
+    times = sorted(timed(torch, device, lambda: train_step(model, opt, data, loss, sl), n))
     return times[len(times) // 2]
+
+
+def decide_mode(torch, seed, device, model, inputs, fn):
+    """The one-process trial's rule: a train-mode model that draws random numbers (dropout)
+    cannot match another run (here: whole batch vs shards draw other masks), so both sides
+    run in eval mode and the report says so. -> (mode, stochastic)."""
+    t = Trial(torch, {"seed": seed}, device, model, inputs, fn)
+    choose_mode(t)
+    return t.mode, list(t.stochastic)
 
 
 # -- the two roles ------------------------------------------------------------------------------
 def reference(torch, opts, run):
     run.step("model")
     device = pick_device(torch, opts["device"], 0)
-    model, inputs, loss = load(torch, opts["model"], opts["seed"])
+    model, inputs, fn, loss = load(torch, opts["model"], opts["seed"])
     batch = batch_of(torch, inputs)
     world = opts["world_size"]
     if batch % world:
         raise Usage("the batch (%d samples) does not split into %d equal shards" % (batch, world),
                     "give --world-size a divisor of the batch, or a batch that divides")
+    run.step("mode")
+    mode, stochastic = decide_mode(torch, opts["seed"], device, model, inputs, fn)
+    if mode == "eval":
+        model.eval()
     init = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
-    model.to(device).train()
+    model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=opts["lr"])
-    whole, steps = slice(0, batch), []
+    whole, steps, unused, other = slice(0, batch), [], set(), []
     data = shard(torch, inputs, batch, whole, device)
     for s in range(opts["steps"]):
         run.step("reference step %d" % (s + 1))
+        fault("reference", "reference step %d" % (s + 1))
         torch.manual_seed(opts["seed"] + 1 + s)
-        out, value = train_step(torch, model, opt, data, loss, whole)
+        out, value = train_step(model, opt, data, loss, whole, unused if s == 0 else None)
+        rows, other = batched_outputs(torch, out, batch)
         steps.append(dict(loss=float(value.detach().float().cpu()),
-                          out=first(out).detach().cpu().clone()))
+                          out={k: host(v).clone() for k, v in rows.items()}))
     final = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
-    torch.save(dict(init=init, steps=steps, final=final), run.base + ".pt")
+    torch.save(dict(init=init, steps=steps, final=final, mode=mode, unused=sorted(unused)),
+               run.base + ".pt")
     run.step("reference timing")
     per = batch // world
     it = opts["iterations"]
-    one_rank = timed_steps(torch, device, model, opt, shard(torch, inputs, batch,
-                           slice(0, per), device), loss, slice(0, per), it + 1)
-    whole_s = timed_steps(torch, device, model, opt, data, loss, whole, it + 1)
+    one_rank = median_step(torch, device, model, opt, shard(torch, inputs, batch, slice(0, per),
+                                                           device), loss, slice(0, per), it + 1)
+    whole_s = median_step(torch, device, model, opt, data, loss, whole, it + 1)
     return dict(batch=batch, per_rank_batch=per, one_rank_step_s=one_rank,
                 whole_batch_step_s=whole_s, tensors=len(final), device=device.type,
-                torch=torch.__version__, emulated=emulated(torch, device))
+                torch=torch.__version__, emulated=emulated(torch, device), mode=mode,
+                stochastic=stochastic, unused=sorted(unused), not_sharded=other,
+                losses=[x["loss"] for x in steps])
 
 
-def fault(rank, where):
-    """Test hook NEURON_ENV_TRIAL_DIST_FAULT=crash:R|hang:R: rank R dies or hangs at `where`."""
-    kind, _, who = os.environ.get("NEURON_ENV_TRIAL_DIST_FAULT", "").partition(":")
-    if who.strip() != str(rank):
+def fault(who, where):
+    """Test hook NEURON_ENV_TRIAL_DIST_FAULT=crash:R|hang:R (R: a rank, or `reference`): rank R
+    exits hard at step 1 or hangs before wrapping; the reference hangs at its step 1."""
+    kind, _, target = os.environ.get("NEURON_ENV_TRIAL_DIST_FAULT", "").partition(":")
+    if target.strip() != str(who):
         return
-    if kind == "hang" and where == "wrap":
+    if kind == "hang" and where in ("wrap", "reference step 1"):
         time.sleep(3600)
     if kind == "crash" and where == "step 1":
         os._exit(17)
 
 
-def wrap(torch, model, strategy, device, world):
+def wrap(torch, model, strategy, device, world, unused):
+    """The model under DDP or FSDP2 -> (wrapped, how DDP treats `unused`: the parameters the
+    loss leaves without a gradient, which DDP would otherwise wait for forever)."""
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
-        return DDP(model)
+        if unused and emulated(torch, device):
+            # find_unused_parameters pins host memory through the backend's C++ hooks, which
+            # the emulated device (a Python backend) cannot register: leave the parameters out
+            # of the reduction instead (they have no gradient on any rank: the same result)
+            DDP._set_params_and_buffers_to_ignore_for_model(model, list(unused))
+            return DDP(model), "ignored"
+        return DDP(model, find_unused_parameters=bool(unused)), (
+            "find_unused_parameters" if unused else None)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh(device.type, (world,))
     for sub in model.children():  # one FSDP group per direct child that holds parameters
         if any(True for _ in sub.parameters()):
             fully_shard(sub, mesh=mesh)
-    return fully_shard(model, mesh=mesh)
+    return fully_shard(model, mesh=mesh), None
 
 
 def worst_of(rows):
@@ -253,25 +313,54 @@ def worst_of(rows):
     return max(bad, key=lambda r: r["excess"]) if bad else None
 
 
+def load_reference(torch, path):
+    """The reference's tensors, as data: torch.load(weights_only=True) unpickles plain
+    containers, numbers, strings and tensors only (a planted pickle is refused, never run)."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:
+        raise RuntimeError("%s is not a reference saved by `neuron-env trial` (read as data "
+                           "only, weights_only=True): %s" % (path, str(e).splitlines()[0]
+                                                            if str(e) else type(e).__name__)
+                           ) from None
+
+
+def compare_step(torch, dist, out, value, want, sl, world, tol, phase):
+    """(the shard's output rows: those out of tolerance, else the closest one; the loss row:
+    the mean of the ranks' losses, all-reduced, against the reference's)."""
+    got = dict(flatten(out))
+    rows = [check(torch, got.get(k), w[sl], *tol, tensor=k, phase=phase)
+            for k, w in want["out"].items()]
+    g = value.detach().float().reshape(1).clone()
+    dist.all_reduce(g)
+    mean = g.cpu() / world
+    loss = check(torch, mean, torch.tensor([want["loss"]]), *tol, tensor="loss", phase=phase,
+                 value=float(mean[0]), reference=want["loss"])
+    return [r for r in rows if not r["ok"]][:20] or ([worst_of(rows)] if rows else []), loss
+
+
 def rank_main(torch, opts, run, rank, world, local_rank):
     import torch.distributed as dist
 
-    ref = torch.load(opts["reference"], weights_only=False)
+    run.step("reference")
+    ref = load_reference(torch, opts["reference"])
     device = pick_device(torch, opts["device"], local_rank)
     run.step("init", inside=True)
     dist.init_process_group(opts["backend"], rank=rank, world_size=world)
     run.step("model")
-    model, inputs, loss = load(torch, opts["model"], opts["seed"])
+    model, inputs, _fn, loss = load(torch, opts["model"], opts["seed"])
     batch = batch_of(torch, inputs)
     per = batch // world
     sl = slice(rank * per, (rank + 1) * per)
     rtol, atol = opts["rtol"], opts["atol"]
-    init = [dict(compare(torch, p, ref["init"][n], 0.0, 0.0), tensor=n, phase="initial")
+    if ref.get("mode") == "eval":
+        model.eval()
+    init = [check(torch, p, ref["init"][n], 0.0, 0.0, tensor=n, phase="initial")
             for n, p in model.named_parameters() if n in ref["init"]]
-    model.to(device).train()
+    model.to(device)
     fault(rank, "wrap")
     run.step("wrap %s" % opts["strategy"], inside=True)
-    wrapped = wrap(torch, model, opts["strategy"], device, world)
+    wrapped, unused_how = wrap(torch, model, opts["strategy"], device, world, ref.get("unused"))
     opt = torch.optim.SGD(wrapped.parameters(), lr=opts["lr"])
     data = shard(torch, inputs, batch, sl, device)
     outs, losses, t_first = [], [], None
@@ -280,33 +369,29 @@ def rank_main(torch, opts, run, rank, world, local_rank):
         fault(rank, "step %d" % (s + 1))
         torch.manual_seed(opts["seed"] + 1 + s)
         t0 = time.perf_counter()
-        out, value = train_step(torch, wrapped, opt, data, loss, sl)
+        out, value = train_step(wrapped, opt, data, loss, sl)
         sync(torch, device)
         t_first = t_first if t_first is not None else time.perf_counter() - t0
-        want = ref["steps"][s]
-        outs.append(dict(compare(torch, first(out), want["out"][sl], rtol, atol),
-                         tensor="output", phase="step %d" % (s + 1)))
-        g = value.detach().float().reshape(1).clone()
-        dist.all_reduce(g)
-        got = g.cpu() / world
-        losses.append(dict(compare(torch, got, torch.tensor([want["loss"]]), rtol, atol),
-                           tensor="loss", phase="step %d" % (s + 1), value=float(got[0]),
-                           reference=want["loss"]))
+        rows, row = compare_step(torch, dist, out, value, ref["steps"][s], sl, world,
+                                 (rtol, atol), "step %d" % (s + 1))
+        outs += rows
+        losses.append(row)
     run.step("gather parameters", inside=True)
-    params = [dict(compare(torch, full(p), ref["final"][n], rtol, atol), tensor=n,
-                   phase="after step %d" % opts["steps"])
+    params = [check(torch, full(p), ref["final"][n], rtol, atol, tensor=n,
+                    phase="after step %d" % opts["steps"])
               for n, p in model.named_parameters() if n in ref["final"]]
     run.step("timing", inside=True)
-    train_step(torch, wrapped, opt, data, loss, sl)  # warm (a compile, a new buffer)
+    train_step(wrapped, opt, data, loss, sl)  # warm (a compile, a new buffer)
     sync(torch, device)
-    median = timed_steps(torch, device, wrapped, opt, data, loss, sl, opts["iterations"])
+    median = median_step(torch, device, wrapped, opt, data, loss, sl, opts["iterations"])
     run.step("finish", inside=True)
     doc = dict(rank=rank, world_size=world, pid=os.getpid(), host=os.uname()[1],
                device=str(device), emulated=emulated(torch, device), torch=torch.__version__,
                initial=[r for r in init if not r["ok"]], outputs=outs, losses=losses,
                params_checked=len(params), worst_param=worst_of(params),
                bad_params=[r["tensor"] for r in params if not r["ok"]],
-               first_step_s=t_first, step_s=median, shard=[sl.start, sl.stop])
+               first_step_s=t_first, step_s=median, shard=[sl.start, sl.stop],
+               unused=unused_how)
     run.write(".json", json.dumps(doc, default=str))
     dist.barrier()
     dist.destroy_process_group()
@@ -315,6 +400,7 @@ def rank_main(torch, opts, run, rank, world, local_rank):
 def main():
     opts = json.loads(sys.argv[1])
     role = opts["role"]
+    die_with_parent()
     if role == "reference":
         rank, world, local = 0, 1, 0
         run = Run(opts["run_dir"], "reference")
@@ -337,8 +423,9 @@ def main():
         run.write(".usage", json.dumps(dict(message=u.message, hint=u.hint)))
         sys.exit(2)
     except BaseException:
-        run.write(".error", traceback.format_exc()[-3000:])
-        sys.stderr.write("@@ERROR@@" + traceback.format_exc()[-3000:] + "\n")
+        text = traceback.format_exc()[-3000:]
+        run.write(".error", text)
+        sys.stderr.write("@@ERROR@@" + text + "\n")
         sys.exit(3)
 
 

@@ -23,6 +23,9 @@ How a target starts (``launch``)
       the cwd; the cwd is a fresh private temporary directory (0700), so nothing in the
       caller's directory shadows a module. Trial alone keeps the caller's cwd: its MODEL
       (``module:callable``, ``path/model.py:callable``) is named relative to it, by contract.
+      A module (trial's torchrun agents) runs through ``inside/run_module.py``, never
+      ``python -m`` (which puts the cwd first on sys.path): neither the cwd nor that folder is
+      on its sys.path.
 
 The protocol (``protocol``), spoken by every script in neuron_env/inside/
 ---------------------------------------------------------------------------

@@ -129,7 +129,9 @@ def script_path(name: str) -> str:
 def spawn_module(python: str, module: str, args: Sequence[str], *, timeout: float,
                  env: Mapping[str, str] | None = None, keep_cwd: bool = False) -> proc.Running:
     """WORKLOAD mode `python -m MODULE ARGS` (trial's torchrun agents, which start inside/
-    scripts named in ARGS: see script_path)."""
-    return proc.spawn(list(module_argv(python, module, *args)), timeout=timeout,
-                      env=dict(env) if env is not None else target_env(),
+    scripts named in ARGS: see script_path), through inside/run_module.py: `-m` would put the
+    cwd first on sys.path (a `json.py` there would run in the agent), run_module.py puts
+    neither the cwd nor its own folder there, on every Python the inside/ scripts support."""
+    return proc.spawn([*script_argv(python, "run_module.py", None), module, *args],
+                      timeout=timeout, env=dict(env) if env is not None else target_env(),
                       cwd=None if keep_cwd else workdir())

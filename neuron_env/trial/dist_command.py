@@ -73,12 +73,19 @@ def read_baseline(path: str) -> dict[str, Any]:
 
 
 def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label: str,
-                baseline: dict[str, Any] | None) -> tuple[Result, dict[str, Any] | None]:
-    """(trial.cost, this run's cost figures for --save-baseline)."""
+                baseline: dict[str, Any] | None,
+                finished: bool = False) -> tuple[Result, dict[str, Any] | None]:
+    """(trial.cost, this run's cost figures for --save-baseline). finished: the ranks ran
+    to the end (a thr of None then means that their results were wrong)."""
     tag = f" [{REHEARSAL}]" if emulated else ""
+    if (not thr or not thr.get("samples_per_s")) and finished:
+        return Result("trial.cost", "trial", "skip", "not priced: the ranks finished, but "
+                      "their results differ from one process (trial.distributed): a price "
+                      "for a wrong result would mislead", details={"price": price.as_dict()}), None
     if not thr or not thr.get("samples_per_s"):
         return Result("trial.cost", "trial", "skip", "no steady-state throughput: the "
-                      "distributed trial did not finish", details={"price": price.as_dict()}), None
+                      "distributed trial did not finish (trial.distributed says why)",
+                      details={"price": price.as_dict()}), None
     this = dict(maths.figures(price.usd_per_hour or 0.0, thr["samples_per_s"], thr["step_s"]),
                 label=label, emulated=emulated, instance_type=price.instance_type,
                 region=price.region, price_source=price.source)
@@ -120,7 +127,8 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
         main = _tag(main)
     thr = (main.details or {}).get("throughput") if main.status == "pass" else None
     label = f"{o.device} x{d.world_size} ({price.instance_type or 'this host'})"
-    cost, this = cost_result(thr, price, emulated, label, baseline)
+    finished = "throughput" in (main.details or {})
+    cost, this = cost_result(thr, price, emulated, label, baseline, finished)
     if o.save_baseline and this is not None:
         _save(o.save_baseline, dict(this, schema=BASELINE_SCHEMA, model=o.model,
                                     device=o.device, world_size=d.world_size,

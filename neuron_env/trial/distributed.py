@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,9 @@ from neuron_env.collectives.launch import COMM_ID_PORT, EFA_ENV, RDZV_PORT
 from neuron_env.collectives.runner import _supervise, free_port, rank_env
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
-from neuron_env.target import launch
+from neuron_env.target import launch, protocol
+from neuron_env.target.outcome import ended
+from neuron_env.trial import rundir
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util import proc
 from neuron_env.util.render import Raw, sh_join, values
@@ -53,7 +55,8 @@ class RankState:
     doc: dict | None
     error: str | None
     returncode: int | None = None  # None: under torchrun (the agent's children)
-    killed: bool = False
+    killed: bool = False  # stopped by neuron-env (a peer died, or the deadline)
+    elapsed: float | None = None  # seconds it ran (neuron-env's launcher)
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def _read(path: Path, limit: int = MAX_SIDE_FILE) -> str | None:
 
 
 def _state(run_dir: Path, rank: int, returncode: int | None = None,
-           killed: bool = False) -> RankState:
+           killed: bool = False, elapsed: float | None = None) -> RankState:
     name = "reference" if rank < 0 else f"rank{rank}"
     lines = (_read(run_dir / f"{name}.steps") or "").splitlines()
     kind, _, last = lines[-1].partition(" ") if lines else ("step", "", "start-up")
@@ -134,7 +137,7 @@ def _state(run_dir: Path, rank: int, returncode: int | None = None,
         raise UsageError(field(u, "message", "str", what),
                          hint=field(u, "hint", "str", what, optional=True))
     return RankState(rank, last, kind == "call", doc, _read(run_dir / f"{name}.error"),
-                     returncode, killed)
+                     returncode, killed, elapsed)
 
 
 def _env(extra: dict[str, str], run_dir: str, world: int) -> dict[str, str]:
@@ -148,29 +151,33 @@ def _env(extra: dict[str, str], run_dir: str, world: int) -> dict[str, str]:
 
 
 def run(python: str, o: TrialOptions, d: DistOptions) -> DistRun:
-    """The reference, then the ranks, within o.timeout; the run directory is removed after."""
+    """The reference, then the ranks, within o.timeout; the run directory is removed after,
+    and the ones a dead run left (a neuron-env killed by SIGKILL) on this run's start."""
     t0 = time.monotonic()
     if os.environ.get(PORT_VAR):
         _port()  # a chosen port in use: said before minutes of reference run
-    run_dir = tempfile.mkdtemp(prefix="neuron-env-trial-dist-")
+    stale = rundir.stale(_sweep)
+    run_dir = rundir.create()  # 0700, ours, with our owner record
+    left_behind = {"stale_run_dirs": stale} if stale else {}
     try:
         # the user's cwd kept: MODEL is named relative to it (as single-process trial)
         ref = launch.spawn_script(python, "trial_dist.py", payload(o, d, run_dir, "reference"),
                                   timeout=o.timeout, env=_env({}, run_dir, d.world_size),
                                   keep_cwd=True).result()
-        rs = _state(Path(run_dir), -1, ref.returncode, ref.timed_out)
+        rs = _state(Path(run_dir), -1, ref.returncode, ref.timed_out, ref.elapsed)
         if rs.doc is None:
             return DistRun(None, (rs,), time.monotonic() - t0, timed_out=ref.timed_out,
-                           where="reference", launcher_tail=ref.stderr[-1500:])
+                           where="reference", launcher_tail=protocol.clean(ref.stderr)[-1500:],
+                           info=left_behind)
         left = o.timeout - (time.monotonic() - t0)
         if left <= 1:
-            return DistRun(rs.doc, (), time.monotonic() - t0, timed_out=True)
+            return DistRun(rs.doc, (), time.monotonic() - t0, timed_out=True, info=left_behind)
         if d.nnodes > 1:
             out = _agents(python, o, d, run_dir, left)
         else:
             out = _local(python, o, d, run_dir, left)
         return DistRun(rs.doc, out.ranks, time.monotonic() - t0, out.timed_out, out.died,
-                       out.launcher_tail, out.port, info=out.info)
+                       out.launcher_tail, out.port, info={**out.info, **left_behind})
     finally:
         _sweep(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -241,7 +248,7 @@ def _local(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: flo
     timed_out = died is None and any(c.timed_out for c in done)
     states = tuple(_state(Path(run_dir), r, c.returncode,
                           c.timed_out or (died is not None and r != died and
-                                          (c.returncode or 0) < 0))
+                                          (c.returncode or 0) < 0), c.elapsed)
                    for r, c in enumerate(done))
     if died is not None:  # among ranks that exited together: a hard crash first
         first = {r for batch in order[:1] for r in batch}
@@ -277,16 +284,49 @@ def _agents(python: str, o: TrialOptions, d: DistOptions, run_dir: str, left: fl
         _stop_agents(agents)
     done = [a.result() for a in agents]
     timed_out = failed is None and any(c.timed_out for c in done)
-    states = tuple(_state(Path(run_dir), r, None, timed_out) for r in range(d.world_size))
-    died = next((s.rank for s in states if s.error), None)
-    if died is None and failed is not None:
-        died = next((s.rank for s in states if s.doc is None), None)
+    codes = worker_exits("\n".join(c.stderr for c in done))
+    states = tuple(_state(Path(run_dir), r, codes.get(r), timed_out or (
+        r in codes and codes[r] == -signal.SIGTERM)) for r in range(d.world_size))
+    died = first_death(states) if failed is not None or any(s.error for s in states) else None
     tail = "\n".join(f"agent {i}: {c.stderr.strip()[-700:]}" for i, c in enumerate(done)
                      if c.returncode not in (0, None) or c.timed_out)
     return DistRun(None, states, 0.0, timed_out, died, tail, port,
                    info={"launcher": f"torchrun x{d.nnodes} (c10d rendezvous)",
                          "rendezvous": f"127.0.0.1:{port}",
                          "agents": [c.returncode for c in done]})
+
+
+_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def worker_exits(agent_stderr: str) -> dict[int, int]:
+    """{rank: exit code} of the workers a torchrun agent reported failed (its
+    ChildFailedError summary: `rank : 1 (local_rank: 1)` / `exitcode : -9 (pid: ...)`)."""
+    out: dict[int, int] = {}
+    for m in _FAILURE.finditer(agent_stderr):
+        out.setdefault(int(m.group(1)), int(m.group(2)))
+    return out
+
+
+_LOST_PEER = re.compile(r"closed by peer|connection reset|broken pipe|socket timeout|"
+                        r"watchdog|peer", re.IGNORECASE)
+
+
+def first_death(states: tuple[RankState, ...]) -> int | None:
+    """The rank whose death stopped a torchrun run (the agents report no order): killed by a
+    signal of its own, then a hard exit without a Python error, then a Python error of its own,
+    then one that only says a peer went away (the victims of the first)."""
+    def rank(s: RankState) -> tuple[int, int]:
+        code, stopped = s.returncode, s.returncode == -signal.SIGTERM
+        if code is not None and code < 0 and not stopped:
+            return 0, s.rank
+        if code not in (None, 0) and not stopped and not s.error:
+            return 1, s.rank
+        if s.error:
+            return (3 if _LOST_PEER.search(s.error.strip().splitlines()[-1]) else 2), s.rank
+        return 4, s.rank
+    dead = [s for s in states if s.doc is None]
+    return min(dead, key=rank).rank if dead else None
 
 
 def _stop_agents(agents: list[proc.Running]) -> None:
@@ -318,23 +358,38 @@ def _sweep(run_dir: str) -> None:
 # -- the verdict (pure) --------------------------------------------------------------------------
 def verdict(r: DistRun, d: DistOptions, timeout: float, backend: str) -> Result:
     if r.where == "reference":
-        return _reference_failed(r, timeout)
-    if r.timed_out or r.died is not None or any(s.doc is None for s in r.ranks) or not r.ranks:
-        return _launch_failed(r, timeout)
-    return _compare(r, d, backend)
+        res = _reference_failed(r, timeout)
+    elif r.timed_out or r.died is not None or any(s.doc is None for s in r.ranks) or \
+            not r.ranks:
+        res = _launch_failed(r, timeout)
+    else:
+        res = _compare(r, d, backend)
+    return _left_behind(res, r.info.get("stale_run_dirs") or [])
+
+
+def _left_behind(res: Result, stale: list[dict[str, Any]]) -> Result:
+    """The run directories a dead run left: named in the summary and the details."""
+    if not stale:
+        return res
+    from neuron_env.util.record import replace
+
+    return replace(res, summary=f"{res.summary} [{rundir.summary(stale)}]",
+                   details=dict(res.details or {}, stale_run_dirs=stale))
 
 
 def _reference_failed(r: DistRun, timeout: float) -> Result:
     s = r.ranks[0]
-    if r.timed_out:
-        why = f"timed out after {timeout:g}s during {s.last}"
-    else:
-        why = (f"failed during {s.last}: "
-               f"{(s.error or r.launcher_tail or 'no output').strip().splitlines()[-1]}")
+    what, fix = ended(s.returncode, r.timed_out, timeout, s.elapsed, s.error)
+    why = (f"{what} during {s.last}" if r.timed_out else
+           f"died during {s.last}: it {what}")
+    if not r.timed_out and not s.error and r.launcher_tail.strip() and (s.returncode or 0) > 0:
+        why += f" [{r.launcher_tail.strip().splitlines()[-1][:300]}]"
     return Result("trial.distributed", "trial", "fail",
-                  f"the one-process reference (the whole batch, no process group) {why}",
-                  timed_out=r.timed_out, details={"stage": "reference", "step": s.last,
-                                                  "stderr_tail": r.launcher_tail})
+                  f"the one-process reference (the whole batch, no process group) {why}; no "
+                  "rank was started", timed_out=r.timed_out, fix=fix,
+                  details={"stage": "reference", "step": s.last, "returncode": s.returncode,
+                           "elapsed_s": s.elapsed, "error": (s.error or "")[-800:] or None,
+                           "stderr_tail": r.launcher_tail})
 
 
 def _doing(s: RankState) -> str:
@@ -343,14 +398,16 @@ def _doing(s: RankState) -> str:
 
 def _launch_failed(r: DistRun, timeout: float) -> Result:
     ranks = list(r.ranks)
-    if r.died is not None:
+    fix = ("a rank that never enters a collective is stuck before it (its device, a compile, "
+           "the model's own code); one waiting inside waits for that peer; a rendezvous that "
+           "never completes: the port or the address")
+    if r.died is not None and not r.timed_out:
         dead = ranks[r.died]
-        how = (f"exit {dead.returncode}" if dead.returncode and dead.returncode > 0 else
-               f"signal {-dead.returncode}" if dead.returncode else "no result")
-        why = (dead.error.strip().splitlines()[-1] if dead.error else
-               "no Python error: it was killed or exited hard")
+        what, fix = ended(dead.returncode, False, timeout, dead.elapsed, dead.error)
+        if dead.returncode is None and not dead.error:
+            what = "ended without a result (its torchrun agent's report is below)"
         rest = [s for s in ranks if s.rank != dead.rank and s.doc is None]
-        msg = (f"rank {dead.rank} died ({how}) during {dead.last}: {why}"
+        msg = (f"rank {dead.rank} died during {dead.last}: it {what}"
                + (f"; rank {', '.join(str(s.rank) for s in rest)} was stopped "
                   f"({'; '.join(f'rank {s.rank}: {_doing(s)}' for s in rest)})" if rest else ""))
     elif not ranks or all(s.last == "start-up" for s in ranks):
@@ -364,14 +421,13 @@ def _launch_failed(r: DistRun, timeout: float) -> Result:
         parts += [f"rank {s.rank} waited inside {s.last}" for s in waiting]
         msg = f"timed out after {timeout:g}s: " + "; ".join(parts or ["every rank finished?"])
     tail = f" [{r.launcher_tail.strip().splitlines()[-1]}]" if r.launcher_tail.strip() else ""
+    timed_out = r.timed_out or r.died is None  # no rank died: the deadline ended it
     return Result("trial.distributed", "trial", "fail", msg + " (every process was stopped)"
-                  + tail[:300], timed_out=True,
-                  fix="a rank that never enters a collective is stuck before it (its device, "
-                      "a compile, the model's own code); one waiting inside waits for that "
-                      "peer; a rendezvous that never completes: the port or the address",
-                  details={"stage": "launch", "port": r.port, "processes": [
+                  + tail[:300], timed_out=timed_out, fix=fix,
+                  details={"stage": "launch", "port": r.port, "timed_out": timed_out,
+                           "processes": [
                       {"rank": s.rank, "step": s.last, "inside_collective": s.inside,
-                       "returncode": s.returncode, "killed": s.killed,
+                       "returncode": s.returncode, "killed": s.killed, "elapsed_s": s.elapsed,
                        "error": (s.error or "")[-800:] or None} for s in ranks],
                       "launcher_tail": r.launcher_tail[-1500:]})
 
@@ -419,8 +475,8 @@ def _rank_dependent(docs: list[dict], where: str, tag: str,
         ok = sorted({x["rank"] for x in docs} - set(ranks))
         return Result("trial.distributed", "trial", "fail",
                       f"{where}: rank {', '.join(map(str, ranks))}'s output on its shard "
-                      f"differs from the one-process output ({first_phase}, max |diff| "
-                      f"{_g(row['max_abs'])}, {row['mismatched']}/{row['numel']} elements)"
+                      f"differs from the one-process output ({row['tensor']}, {first_phase}, "
+                      f"{_how_far(row)})"
                       + (f"; rank {', '.join(map(str, ok))} matched" if ok else "")
                       + ": the model depends on the rank (a rank-dependent branch, unseeded "
                         "randomness in forward)" + tag, details=details,
@@ -438,7 +494,12 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
     details: dict[str, Any] = {
         "world_size": d.world_size, "strategy": d.strategy, "nnodes": d.nnodes,
         "backend": backend, "steps": len(docs[0]["losses"]), "ranks": per_rank,
-        "throughput": thr, "tensors": docs[0]["params_checked"], **r.info}
+        "throughput": thr, "tensors": docs[0]["params_checked"],
+        "mode": ref.get("mode"), "stochastic": ref.get("stochastic") or [],
+        "unused_parameters": ref.get("unused") or [],
+        "not_sharded_outputs": ref.get("not_sharded") or [],
+        "loss": {"reference": ref.get("losses") or [],
+                 "ranks": [row.get("value") for row in docs[0]["losses"]]}, **r.info}
     tag = " [EMULATED]" if thr["emulated"] else ""
     where = f"{d.world_size} ranks ({d.strategy}, {backend}" + (
         f", {d.nnodes} torchrun agents" if d.nnodes > 1 else "") + ")"
@@ -456,7 +517,7 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
         n_bad = len({t for x in docs for t in x["bad_params"]})
         return Result("trial.distributed", "trial", "fail",
                       f"{where}: {row['tensor']} ({row['phase']}) differs from the one-process "
-                      f"run on rank {rk} (max |diff| {_g(row['max_abs'])}); {n_bad} of "
+                      f"run on rank {rk} ({_how_far(row)}); {n_bad} of "
                       f"{details['tensors']} parameters differ" + tag, details=details,
                       fix="the per-rank outputs matched, so the reduction is wrong: a custom "
                           "gradient hook, a loss that is not a mean over the batch, or the "
@@ -466,9 +527,42 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
                   f"{where}: loss and {details['tensors']} parameters after "
                   f"{details['steps']} step(s) match one process on the whole batch (worst "
                   f"{w.get('tensor')} on rank {w.get('rank')}, max |diff| "
-                  f"{_g(w.get('max_abs'))}); {thr['samples_per_s']:.1f} samples/s, scaling "
+                  f"{_g(w.get('max_abs'))}){_mode_note(ref, docs[0].get('unused'))}; "
+                  f"{thr['samples_per_s']:.1f} samples/s, scaling "
                   f"efficiency {_pct(thr['scaling_efficiency'])}" + tag, details=details,
                   observed={"samples_per_s": round(thr["samples_per_s"], 3)})
+
+
+def _how_far(row: dict[str, Any]) -> str:
+    """How a compared tensor differs, in the one-process trial's words."""
+    if row.get("missing"):
+        return "missing on the rank"
+    if row.get("shape"):
+        return f"shape {row['shape'][0]}, expected {row['shape'][1]}"
+    return (f"max |diff| {_g(row.get('max_abs'))}, {row.get('mismatched')}/"
+            f"{row.get('numel')} elements")
+
+
+def _mode_note(ref: dict[str, Any], how: str | None) -> str:
+    """What the reference decided as the one-process trial does: eval mode for stochastic
+    modules, and DDP told about parameters the loss leaves without a gradient."""
+    out = ""
+    stochastic = ref.get("stochastic") or []
+    if stochastic:
+        out += ("; compared in EVAL mode: the model draws random numbers in train mode ("
+                + ", ".join(map(str, stochastic[:3])) + (", ..." if len(stochastic) > 3 else "")
+                + "), which the whole batch and the shards cannot draw alike")
+    unused = ref.get("unused") or []
+    if unused:
+        out += (f"; {len(unused)} parameter(s) get no gradient from the loss ("
+                + ", ".join(map(str, unused[:3])) + (", ..." if len(unused) > 3 else "")
+                + "): " + {"find_unused_parameters": "DDP ran with find_unused_parameters=True "
+                                                     "(your training script needs it too)",
+                           "ignored": "DDP left them out of its reduction (the emulated "
+                                      "device cannot run find_unused_parameters=True); your "
+                                      "training script needs find_unused_parameters=True"}.get(
+                    how or "", "FSDP2 needs no flag for them"))
+    return out
 
 
 def _g(v: Any) -> str:

@@ -71,6 +71,9 @@ def test_a_rank_dependent_branch_fails_naming_the_rank(torch_python):
     assert "rank 1's output on its shard differs" in d["summary"], d["summary"]
     assert "rank 0 matched" in d["summary"] and d["details"]["worst"]["rank"] == 1
     assert r["trial.cost"]["status"] == "skip"
+    # #40.11: the ranks finished; their results were wrong (not "did not finish")
+    assert "did not finish" not in r["trial.cost"]["summary"]
+    assert "the ranks finished" in r["trial.cost"]["summary"]
 
 
 def test_unseeded_initialisation_fails_on_the_emulated_device(torch_python):
@@ -100,17 +103,17 @@ def test_two_torchrun_agents_rehearse_a_two_node_launch(torch_python):
     assert procs.with_token(tok) == []
 
 
-@pytest.mark.parametrize("fault,says", [
-    ("crash:1", "rank 1 died (exit 17) during step 1"),
-    ("hang:1", "rank 1 hung in model (never entered the collective); rank 0 waited inside "
-               "wrap ddp"),
+@pytest.mark.parametrize("fault,says,code", [
+    ("crash:1", "rank 1 died during step 1: it exited with code 17 without a Python error", 1),
+    ("hang:1", "timed out after 45s: rank 1 hung in model (never entered the collective); "
+               "rank 0 waited inside wrap ddp", 4),
 ])
-def test_a_crashing_or_hanging_rank_ends_cleanly(torch_python, fault, says):
+def test_a_crashing_or_hanging_rank_ends_cleanly(torch_python, fault, says, code):
     tok = procs.token("trial-dist-fault")
     doc, r = trial(torch_python, "builtin:mlp", "--world-size", "2", "--device", "cpu",
                    "--timeout", "45", NEURON_ENV_TRIAL_DIST_FAULT=fault, **{procs.VAR: tok})
     d = r["trial.distributed"]
-    assert doc["exit_code"] == 4 and d["status"] == "fail", d
+    assert doc["exit_code"] == code and d["status"] == "fail", d  # a crash is no time-out
     assert says in d["summary"], d["summary"]
     assert "every process was stopped" in d["summary"]
     assert procs.with_token(tok) == []
@@ -214,17 +217,23 @@ def test_bad_distributed_input_is_a_usage_error():
     assert p.returncode == 2 and "compares float32 steps" in p.stderr + p.stdout
 
 
-def test_the_printed_torchrun_commands_run_and_collect(torch_python, tmp_path):
-    """--print-launch torchrun's lines, run as printed (one node, loopback, a free port), then
-    --collect RUN_DIR gives the verdict."""
-    p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--nnodes", "1", "--device", "cpu",
-                "--print-launch", "torchrun", "--python", torch_python)
+def printed_torchrun(py: str, *args: str) -> str:
+    """--print-launch torchrun's steps 1 and 2 for builtin:mlp on the CPU, on a free port (the
+    verdict, step 3, runs through run_cli)."""
+    p = run_cli("trial", "builtin:mlp", *args, "--device", "cpu", "--print-launch", "torchrun",
+                "--python", py)
     assert p.returncode == 0, p.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     script = p.stdout.replace(":29500 ", f":{port} ")
-    script = script[:script.index("# 3.")]  # the verdict: below, through run_cli
+    return script[:script.index("# 3.")]
+
+
+def test_the_printed_torchrun_commands_run_and_collect(torch_python, tmp_path):
+    """--print-launch torchrun's lines, run as printed (one node, loopback, a free port), then
+    --collect RUN_DIR gives the verdict."""
+    script = printed_torchrun(torch_python, "--world-size", "2", "--nnodes", "1")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     tok = procs.token("trial-dist-printed")

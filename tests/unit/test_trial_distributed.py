@@ -186,11 +186,97 @@ def test_launch_failures_name_the_rank_and_what_it_did():
     assert "rank 0 waited inside wrap ddp" in r.summary
     dead = dist.RankState(1, "step 1", True, None, "Traceback\nRuntimeError: boom", 3)
     r = dist.verdict(dist.DistRun(REF, (waiting, dead), 12.0, died=1), D, 60, "gloo")
-    assert r.timed_out and "rank 1 died (exit 3) during step 1: RuntimeError: boom" in r.summary
+    assert not r.timed_out and r.status == "fail"  # a death is not a time-out (exit 1)
+    assert "rank 1 died during step 1: it exited with code 3: RuntimeError: boom" in r.summary
     none = dist.RankState(0, "start-up", False, None, None)
     r = dist.verdict(dist.DistRun(REF, (none, none), 60.0, timed_out=True, port=29999), D, 60,
                      "gloo")
     assert "rendezvous at 127.0.0.1:29999" in r.summary
+
+
+@pytest.mark.parametrize("rc, timed_out, error, says, fix", [
+    (-9, False, None, "was killed by signal 9 (SIGKILL) 5.0s into the 120s limit", "dmesg"),
+    (-11, False, None, "was killed by signal 11 (SIGSEGV) 5.0s into the 120s limit", "native"),
+    (17, False, None, "exited with code 17 without a Python error", "os._exit"),
+    (3, False, "Traceback\nValueError: bad", "exited with code 3: ValueError: bad", "traceback"),
+    (3, False, "Traceback\nRuntimeError: CUDA out of memory. Tried", "ran out of memory", "batch"),
+    (-9, True, None, "timed out after 120s", "--timeout"),
+])
+def test_how_a_process_ended_is_said_in_words(rc, timed_out, error, says, fix):
+    from neuron_env.target.outcome import ended
+
+    what, todo = ended(rc, timed_out, 120.0, 5.0, error)
+    assert says in what and fix in todo, (what, todo)
+
+
+def test_a_rank_killed_early_is_not_a_time_out():
+    """#40.11: SIGKILL 5 s into a 120 s limit: said as a kill, exit 1, never TIMED OUT."""
+    killed = dist.RankState(1, "model", False, None, None, -9, False, 5.0)
+    stopped = dist.RankState(0, "wrap ddp", True, None, None, -9, True, 10.1)
+    r = dist.verdict(dist.DistRun(REF, (stopped, killed), 10.0, died=1), D, 120, "gloo")
+    assert not r.timed_out and r.status == "fail"
+    assert r.summary.startswith("rank 1 died during model: it was killed by signal 9 (SIGKILL) "
+                                "5.0s into the 120s limit; rank 0 was stopped"), r.summary
+    assert "dmesg" in (r.fix or "")
+
+
+def test_a_killed_reference_says_so_without_protocol_markers():
+    ref = dist.RankState(-1, "reference step 1", False, None, None, -9, False, 3.0)
+    r = dist.verdict(dist.DistRun(None, (ref,), 3.0, where="reference",
+                                  launcher_tail="some output"), D, 120, "gloo")
+    assert not r.timed_out and "@@" not in r.summary
+    assert ("the one-process reference (the whole batch, no process group) died during "
+            "reference step 1: it was killed by signal 9 (SIGKILL)") in r.summary, r.summary
+
+
+def test_torchrun_agents_failure_report_gives_each_rank_its_exit():
+    text = ("Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-05_08:00:00\n"
+            "  host      : vm\n  rank      : 1 (local_rank: 0)\n  exitcode  : -9 (pid: 42)\n"
+            "  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 42\n"
+            "[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 41)\n")
+    assert dist.worker_exits(text) == {1: -9, 0: -15}
+
+
+def test_under_torchrun_the_rank_that_died_first_is_blamed_not_its_victims():
+    victim = dist.RankState(0, "wrap ddp", True, None,
+                            "Traceback\nRuntimeError: Connection closed by peer [127.0.0.1]:1", 1)
+    killed = dist.RankState(1, "model", False, None, None, -9)
+    assert dist.first_death((victim, killed)) == 1
+    crashed = dist.RankState(1, "step 1", True, None, None, 17)
+    assert dist.first_death((victim, crashed)) == 1
+    own = dist.RankState(1, "step 1", True, None, "Traceback\nValueError: bad shape", 1)
+    assert dist.first_death((victim, own)) == 1
+    stopped = dist.RankState(0, "step 1", True, None, None, -15)
+    assert dist.first_death((stopped, own)) == 1
+
+
+def test_a_finished_run_that_failed_is_not_said_to_have_stopped():
+    from neuron_env.cost.prices import Price
+
+    price = Price(2.0, None, None, "flag")
+    res, _ = cost_result(None, price, False, "cpu", None, finished=True)
+    assert res.status == "skip" and "did not finish" not in res.summary
+    assert "the ranks finished" in res.summary
+    res, _ = cost_result(None, price, False, "cpu", None)
+    assert "did not finish" in res.summary
+
+
+def test_a_dead_runs_directory_is_removed_and_an_unknown_one_named(tmp_path):
+    from neuron_env.trial import rundir
+
+    dead = tmp_path / f"{rundir.PREFIX}dead"
+    dead.mkdir(mode=0o700)
+    (dead / rundir.OWNER).write_text("999999999 12\n")  # above any pid_max: a dead run
+    unknown = tmp_path / f"{rundir.PREFIX}unknown"
+    unknown.mkdir(mode=0o700)
+    swept: list[str] = []
+    found = rundir.stale(swept.append, str(tmp_path))
+    by = {f["path"]: f for f in found}
+    assert by[str(dead)]["removed"] and not dead.exists() and swept == [str(dead)]
+    assert not by[str(unknown)]["removed"] and unknown.exists()
+    text = rundir.summary(found)
+    assert "removed 1 run directory left by a dead trial (pid 999999999)" in text
+    assert str(unknown) in text
 
 
 def test_a_failed_reference_is_not_blamed_on_a_rank():
