@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neuron_env.util.trust import why_untrusted
+
 PREFIX = "neuron-env-trial-dist-"
 OWNER = "owner"  # "<pid> <start time in clock ticks since boot>"
 
@@ -69,6 +71,10 @@ def stale(sweep: Callable[[str], None], base: str | None = None) -> list[dict[st
         except OSError:
             continue
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        why = why_untrusted(st)  # util/trust: ours, and writable by no one else
+        if why:
+            found.append({"path": e.path, "removed": False, "why": f"not trusted: {why}"})
             continue
         owner = _owner(e.path)
         if owner is None:

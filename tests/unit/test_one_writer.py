@@ -188,6 +188,8 @@ OTHER_WRITERS = {
     "neuron_env/matrix/update.py": "the signature check's files in its own mkdtemp directory",
     "neuron_env/commands/scan.py": "scan --fix rewrites the scanned file itself, keeping owner "
                                    "and mode (docs/security.md)",
+    "neuron_env/trial/rundir.py": "the owner record in the run directory it just made "
+                                  "(mkdtemp, 0700): O_CREAT|O_EXCL|O_NOFOLLOW",
     "neuron_env/inside/trial_dist.py": "rank files in the run directory neuron-env made (0700)",
     "neuron_env/inside/_trial_baseline.py": "writes only into util/atomic.PendingOutput's "
                                             "temporary file, by name, O_NOFOLLOW, no create",

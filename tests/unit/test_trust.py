@@ -61,7 +61,7 @@ def test_every_owner_check_goes_through_util_trust() -> None:
     """The callers the rule must serve import it; no module compares st_uid to geteuid()
     on its own (bundle/collect.py checks a venv's owner, another rule, and is named here)."""
     assert {"neuron_env/matrix/catalog.py", "neuron_env/matrix/cache.py",
-            "neuron_env/probes/cache.py"} <= _callers()
+            "neuron_env/probes/cache.py", "neuron_env/trial/rundir.py"} <= _callers()
     own_rules = set()
     for p in (REPO / "neuron_env").rglob("*.py"):
         text = p.read_text()
