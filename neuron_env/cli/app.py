@@ -258,7 +258,8 @@ def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def main() -> None:
-    from neuron_env.cli import COMMANDS, PANELS, lazy
+    from neuron_env.cli import lazy
+    from neuron_env.cli.command_table import COMMANDS, PANELS
 
     usage, abort = _parse_errors()
     _sigterm_interrupts()

@@ -5,7 +5,7 @@ the signature of each function inspected, each option converted (~35 ms for neur
 commands and groups, more than the rest of doctor's own start-up); and registering them means
 importing every command module (~10 ms more). `command(app, commands)` builds the same root
 group (its options, --version, completion) but fills its subcommands on first look-up, from
-the (name, module) table in cli/__init__.py: a run imports and builds only the command it runs.
+the (name, module) table in cli/command_table.py: a run imports and builds only the command it runs.
 Help, completion and typo hints still see every name (help and completion build the rest when
 they list them).
 """
@@ -79,7 +79,7 @@ def _lazy(app: typer.Typer, name: str, module: str):
         made = factories(app) or {}
         if name not in made:
             raise RuntimeError(f"neuron_env.cli.{module} registers no command {name!r} "
-                               "(fix COMMANDS in neuron_env/cli/__init__.py)")
+                               "(fix COMMANDS in neuron_env/cli/command_table.py)")
         return plain_usage(made[name]())
     return build
 

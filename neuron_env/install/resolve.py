@@ -25,7 +25,7 @@ from neuron_env.report.model import Result
 from neuron_env.util.names import canonicalize_name
 
 if TYPE_CHECKING:
-    from neuron_env.install.execute import _Run
+    from neuron_env.install.run_state import InstallRun
 
 MAX_ROUNDS = 4
 
@@ -123,7 +123,7 @@ def _spec_from_dependents(key: str, items: list[Item]) -> str:
     return str(spec)
 
 
-def resolve(run: _Run, work: str, bundled_builder) -> None:
+def resolve(run: InstallRun, work: str, bundled_builder) -> None:
     bundled = {}
     if any(r.source == "bundled" for r in run.plan.requirements):
         bundled[EMULATOR] = str(bundled_builder(Path(work)))
