@@ -155,3 +155,17 @@ def test_import_circles_are_found():
     """The detector itself: a planted circle, a line, and a self-import."""
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_mypy_checks_the_whole_package_with_no_debt_list():
+    """No module is let off: no ignore_errors block, no excluded folder, and CI runs mypy with
+    that configuration (no paths of its own that would narrow it)."""
+    from neuron_env.matrix.loader import toml
+
+    cfg = toml().loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert cfg["files"] == ["neuron_env"]
+    assert "exclude" not in cfg
+    assert [o["module"] for o in cfg.get("overrides", []) if o.get("ignore_errors")] == []
+    runs = [line.split("#")[0].split() for line in (REPO / ".ci" / "run").read_text().splitlines()
+            if "-m mypy" in line]
+    assert runs == [[".venv/bin/python", "-m", "mypy"]]
