@@ -152,8 +152,8 @@ def component(o: BootstrapOptions) -> str:
 
 def _component_export(var: str, url: str | None, src: str | None) -> str:
     q = render.sh
-    if url:
-        return f"export {var}={q(url)}"
+    if url or not src:  # the caller passes a URL or a source
+        return f"export {var}={q(url or '')}"
     if src.startswith("ssm:"):
         return (f"export {var}=\"$(aws ssm get-parameter --name {q(src[4:])} "
                 "--with-decryption --query Parameter.Value --output text)\"")

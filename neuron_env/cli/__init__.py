@@ -1,12 +1,13 @@
 """The command line: `app.py` holds the typer app and the one boundary; each other module here
 parses one command's flags and hands a producer to `app.emit`.
 
-COMMANDS names every command and group with the module that registers it, in the order help
-lists them. A run imports only the module of the command it runs (`main()`, cli/lazy.py: the
-other modules' typer options cost ~10 ms of start-up). `register()`, and `app` read from this
-package, import every module: the app with every command. A new command module gets a line in
-COMMANDS (tests/unit/test_cli_lazy.py fails until it has one), and no `from __future__ import
-annotations`: typer would compile and eval every annotation string (~2 ms a command)."""
+COMMANDS (cli/command_table.py, re-exported here) names every command and group with the module
+that registers it, in the order help lists them. A run imports only the module of the command
+it runs (`main()`, cli/lazy.py: the other modules' typer options cost ~10 ms of start-up).
+`register()`, and `app` read from this package, import every module: the app with every
+command. A new command module gets a line in COMMANDS (tests/unit/test_cli_lazy.py fails
+until it has one), and no `from __future__ import annotations`: typer would compile and eval
+every annotation string (~2 ms a command)."""
 
 import gc
 
@@ -22,29 +23,7 @@ finally:
     if _collecting:
         gc.enable()
 
-COMMANDS = (  # (command or group, its module in neuron_env/cli/), in help (workflow) order
-    ("doctor", "doctor"),
-    ("install", "install"),
-    ("smoke", "smoke"),
-    ("trial", "trial"),
-    ("scan", "scan"),
-    ("collectives", "collectives"),
-    ("fleet", "fleet"),
-    ("userdata", "bootstrap"),
-    ("imagebuilder-component", "bootstrap"),
-    ("slurm-healthcheck", "engines"),
-    ("k8s-manifests", "engines"),
-    ("bundle", "bundle"),
-    ("instance", "instance"),
-    ("matrix", "matrix"),
-)
-PANELS = (  # (help panel, its commands): `neuron-env --help` in the order a user needs them
-    ("Check, install, run", ("doctor", "install", "smoke", "trial")),
-    ("Port and scale out", ("scan", "collectives", "fleet")),
-    ("Bootstrap and engines", ("userdata", "imagebuilder-component", "slurm-healthcheck",
-                               "k8s-manifests")),
-    ("Support and reference", ("bundle", "instance", "matrix")),
-)
+from neuron_env.cli.command_table import COMMANDS, PANELS  # noqa: E402  (after gc.freeze)
 
 
 def register():

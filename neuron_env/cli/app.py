@@ -13,12 +13,15 @@ import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from neuron_env import __version__
 from neuron_env.errors import EXIT_INTERNAL, Interrupted, NeuronEnvError
+
+if TYPE_CHECKING:
+    from neuron_env.report.model import Document, Report
 
 app = typer.Typer(
     name="neuron-env", no_args_is_help=True, add_completion=True,
@@ -37,12 +40,15 @@ class Fmt(str, Enum):
     json = "json"
 
 
-def choices(name: str, *values: str) -> type[Enum]:
-    """A str Enum of `values`: typer shows them in --help and refuses others with exit 2."""
-    return Enum(name, {v: v for v in values}, type=str)
+class Device(str, Enum):  # a str Enum: typer shows the values in --help, refuses others (2)
+    neuron = "neuron"
+    cpu = "cpu"
+    cuda = "cuda"
 
 
-Device = choices("Device", "neuron", "cpu", "cuda")
+class Dtype(str, Enum):  # smoke's and trial's
+    float32 = "float32"
+    bfloat16 = "bfloat16"
 
 
 class DoctorFmt(str, Enum):
@@ -190,7 +196,7 @@ def split(values: list[str] | None) -> list[str]:
 
 
 # -- the boundary -----------------------------------------------------------------------------
-def emit(produce: Callable[[], object], fmt: str, schema: str, *, verbose: bool = False,
+def emit(produce: Callable[[], Report | Document], fmt: str, schema: str, *, verbose: bool = False,
          interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
     """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
     `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
@@ -247,7 +253,7 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
     raise typer.Exit(code)
 
 
-def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+def _parse_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(usage errors, aborts) of the click typer runs on: its own copy from typer 0.28 (whose
     exceptions derive from TyperException; importing click too would cost ~12 ms), else click."""
     if hasattr(typer, "TyperException"):
@@ -258,9 +264,11 @@ def _parse_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 
 def main() -> None:
-    from neuron_env.cli import COMMANDS, PANELS, lazy
+    from neuron_env.cli import lazy
+    from neuron_env.cli.command_table import COMMANDS, PANELS
 
     usage, abort = _parse_errors()
+    stop: tuple[type[BaseException], ...] = (KeyboardInterrupt, *abort)
     _sigterm_interrupts()
     try:
         # parse errors come back here (JSON mode speaks JSON); only the command run is
@@ -268,7 +276,7 @@ def main() -> None:
         rc = lazy.command(app, COMMANDS, PANELS)(standalone_mode=False)
     except usage as e:
         usage_error(e, sys.argv[1:])
-    except (KeyboardInterrupt, *abort):
+    except stop:
         sys.stderr.write("neuron-env: interrupted\n")
         sys.exit(130)
     import gc
@@ -295,7 +303,8 @@ def usage_error(e, argv: list[str]) -> NoReturn:
     error envelope on stdout like any other failure; otherwise click's own message. Exit 2."""
     import itertools
 
-    names, ctx = [], getattr(e, "ctx", None)
+    names: list[str] = []
+    ctx = getattr(e, "ctx", None)
     has_format = ctx is not None and any(p.name == "format" for p in ctx.command.params)
     while ctx is not None and ctx.parent is not None:  # the command's names, not the program's
         names.insert(0, ctx.info_name or "")

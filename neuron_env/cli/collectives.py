@@ -2,6 +2,7 @@
 
 import contextlib
 import sys
+from enum import Enum
 
 import typer
 
@@ -9,7 +10,6 @@ from neuron_env.cli.app import (
     Device,
     DoctorFmt,
     app,
-    choices,
     emit,
     positive,
     python_option,
@@ -17,7 +17,12 @@ from neuron_env.cli.app import (
     split,
 )
 
-Dtype = choices("Dtype", "float32", "bfloat16", "float16", "int32")
+
+class Dtype(str, Enum):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    int32 = "int32"
 
 
 @app.command()

@@ -1,8 +1,10 @@
 """`neuron-env fleet doctor|report`: flags -> commands.fleet -> the boundary."""
 
+from enum import Enum
+
 import typer
 
-from neuron_env.cli.app import app, choices, emit, positive, seconds
+from neuron_env.cli.app import app, emit, positive, seconds
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
@@ -10,7 +12,11 @@ app.add_typer(fleet_app, name="fleet")
 SCHEMA = "neuron-env.fleet/1"
 
 
-FleetFmt = choices("FleetFmt", "text", "json", "junit", "html")
+class FleetFmt(str, Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    html = "html"
 
 
 @fleet_app.command("doctor")

@@ -19,8 +19,14 @@ INTERRUPTED = ("install interrupted; nothing more was changed (an install alread
                "marked incomplete: re-run to repair)")
 
 
-Backend = Enum("Backend", {v: v for v in ("neuron", "emulated")}, type=str)
-Installer = Enum("Installer", {v: v for v in ("pip", "uv")}, type=str)
+class Backend(str, Enum):
+    neuron = "neuron"
+    emulated = "emulated"
+
+
+class Installer(str, Enum):
+    pip = "pip"
+    uv = "uv"
 
 
 @app.command(epilog="\b\nExamples:\n  neuron-env install --venv ~/neuron-venv --python "

@@ -5,7 +5,7 @@ the signature of each function inspected, each option converted (~35 ms for neur
 commands and groups, more than the rest of doctor's own start-up); and registering them means
 importing every command module (~10 ms more). `command(app, commands)` builds the same root
 group (its options, --version, completion) but fills its subcommands on first look-up, from
-the (name, module) table in cli/__init__.py: a run imports and builds only the command it runs.
+the (name, module) table in cli/command_table.py: a run imports and builds only the command it runs.
 Help, completion and typo hints still see every name (help and completion build the rest when
 they list them).
 """
@@ -16,9 +16,11 @@ import copy
 import importlib
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import partial
+from typing import Any
 
 import typer
 from typer import main as typer_main
+from typer.core import TyperGroup
 
 
 class LazyCommands(MutableMapping):
@@ -58,16 +60,16 @@ class LazyCommands(MutableMapping):
 def factories(app: typer.Typer) -> dict[str, Callable[[], object]] | None:
     """One factory per registered command and group, keyed as typer would name them; None
     where a name cannot be known without building (an unnamed group: typer merges it)."""
-    opts = {"pretty_exceptions_short": app.pretty_exceptions_short,
+    opts: dict[str, Any] = {"pretty_exceptions_short": app.pretty_exceptions_short,
             "rich_markup_mode": app.rich_markup_mode}
     out: dict[str, Callable[[], object]] = {}
     for info in app.registered_commands:
-        name = info.name or typer_main.get_command_name(info.callback.__name__)
+        name = info.name or typer_main.get_command_name(getattr(info.callback, "__name__", ""))
         out[name] = partial(typer_main.get_command_from_info, info, **opts)
-    for info in app.registered_groups:
-        if not isinstance(info.name, str) or not info.name:
+    for group in app.registered_groups:
+        if not isinstance(group.name, str) or not group.name:
             return None
-        out[info.name] = partial(typer_main.get_group_from_info, info,
+        out[group.name] = partial(typer_main.get_group_from_info, group,
                                  suggest_commands=app.suggest_commands, **opts)
     return out
 
@@ -79,7 +81,7 @@ def _lazy(app: typer.Typer, name: str, module: str):
         made = factories(app) or {}
         if name not in made:
             raise RuntimeError(f"neuron_env.cli.{module} registers no command {name!r} "
-                               "(fix COMMANDS in neuron_env/cli/__init__.py)")
+                               "(fix COMMANDS in neuron_env/cli/command_table.py)")
         return plain_usage(made[name]())
     return build
 
@@ -112,9 +114,12 @@ def command(app: typer.Typer, commands: Sequence[tuple[str, str]] | None = None,
     root = copy.copy(app)  # the root alone: its callback, options and completion flags
     root.registered_commands, root.registered_groups = [], []
     group = typer_main.get_command(root)
+    if not isinstance(group, TyperGroup):  # never: a root with a callback is a group
+        return group
     group.commands = LazyCommands(made)
     if panels:
-        group.format_commands = partial(_format_panels, group, panels)
+        # this group's own format_commands (in its __dict__: the class's method stays)
+        vars(group)["format_commands"] = partial(_format_panels, group, panels)
     return group
 
 

@@ -1,13 +1,24 @@
 """`neuron-env scan PATH...`."""
 
 import sys
+from enum import Enum
 
 import typer
 
-from neuron_env.cli.app import app, choices, emit, output_path, positive, split
+from neuron_env.cli.app import app, emit, output_path, positive, split
 
-ScanFmt = choices("ScanFmt", "text", "json", "sarif")
-Severity = choices("Severity", "info", "warning", "error", "never")
+
+class ScanFmt(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+class Severity(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+    never = "never"
 
 
 @app.command()

@@ -4,17 +4,15 @@ import typer
 
 from neuron_env.cli.app import (
     Device,
+    Dtype,
     Fmt,
     app,
-    choices,
     emit,
     positive,
     python_option,
     seconds,
     tolerance,
 )
-
-Dtype = choices("Dtype", "float32", "bfloat16")
 
 
 @app.command(epilog="\b\nExamples:\n  neuron-env smoke --python ~/venv/bin/python\n"

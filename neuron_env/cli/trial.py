@@ -1,11 +1,13 @@
 """`neuron-env trial MODEL`: flags -> TrialOptions -> commands.trial -> the boundary."""
 
+from enum import Enum
+
 import typer
 
 from neuron_env.cli.app import (
     Device,
+    Dtype,
     app,
-    choices,
     count,
     emit,
     learning_rate,
@@ -18,12 +20,23 @@ from neuron_env.cli.app import (
     tolerance,
 )
 
-Dtype = choices("Dtype", "float32", "bfloat16")
+
+class TrialFmt(str, Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    markdown = "markdown"
+    html = "html"
 
 
-TrialFmt = choices("TrialFmt", "text", "json", "junit", "markdown", "html")
-Strategy = choices("Strategy", "ddp", "fsdp2")
-Launcher = choices("Launcher", "torchrun", "srun")
+class Strategy(str, Enum):
+    ddp = "ddp"
+    fsdp2 = "fsdp2"
+
+
+class Launcher(str, Enum):
+    torchrun = "torchrun"
+    srun = "srun"
 
 
 @app.command()

@@ -78,7 +78,8 @@ def launch(python: str, payload: dict, world: int, timeout: float) -> Collective
 def _supervise(runs: list, deadline: float, order: list[tuple[int, ...]]) -> int | None:
     """Wait for every rank; when one fails, stop the rest after GRACE. Returns that rank;
     `order` gets, poll by poll, the ranks seen exiting (a crash first, its victims later)."""
-    failed_at, failed, seen = None, None, set()
+    failed_at, failed = 0.0, None
+    seen: set[int] = set()
     while time.monotonic() < deadline:
         codes = [r.poll() for r in runs]  # also reads their pipes: a full one would block
         new = tuple(i for i, c in enumerate(codes) if c is not None and i not in seen)

@@ -168,7 +168,8 @@ def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
 
 def _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0):
     from neuron_env.install import emulator_wheel
-    from neuron_env.install.execute import ExecOptions, execute
+    from neuron_env.install.execute import execute
+    from neuron_env.install.run_state import ExecOptions
 
     made_dir = False
     if create:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from neuron_env.commands import TOOL
 from neuron_env.errors import UsageError
@@ -30,16 +31,16 @@ def matrix_facts(m, t) -> dict:
 def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
         root: str | None = None) -> dict:
     m = catalog.select(matrix)
-    source = "argument"
+    source: str | None = "argument"
     if not type_:
         from neuron_env.probes.host import make_root
         from neuron_env.probes.instance import probe_instance
 
         inst = probe_instance(make_root(root), None)
-        type_, source = inst.type, inst.source
-        if not type_:
+        if not inst.type:
             raise UsageError("no instance type given and none detected (not on EC2?)",
                              hint="name one: neuron-env instance trn2.48xlarge")
+        type_, source = inst.type, inst.source
     type_ = type_.strip().lower()
     if not TYPE_RE.match(type_):
         raise UsageError(f"{type_!r} is not an EC2 instance type",
@@ -50,7 +51,7 @@ def run(type_: str | None, matrix: str | None, aws: bool, dlami: str | None,
         raise UsageError(f"{family_of(type_)} is not a Neuron instance family that Neuron "
                          f"{m.release} knows", hint=f"known families: {known}; e.g. "
                                                     "neuron-env instance trn2.48xlarge")
-    doc = {"schema": SCHEMA, "tool": TOOL, "matrix": {"release": m.release},
+    doc: dict[str, Any] = {"schema": SCHEMA, "tool": TOOL, "matrix": {"release": m.release},
            "instance_type": type_, "source": source,
            "family": None if fam is None else {
                "name": fam.family, "supported": fam.supported, "accelerator": fam.accelerator,

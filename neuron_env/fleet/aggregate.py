@@ -39,7 +39,8 @@ def instance(e: Entry) -> dict[str, Any]:
             f"{e.unreachable}: {e.detail or ''}".rstrip(": "), 200),
             unreachable={"reason": e.unreachable, "detail": e.detail})
     elif e.doc is None:
-        v = V.VERDICT_OF_EXIT.get(e.exit_code, "unreadable") if e.truncated else "unreadable"
+        v = (V.VERDICT_OF_EXIT.get(e.exit_code, "unreadable")
+             if e.truncated and e.exit_code is not None else "unreadable")
         rec.update(verdict=v, exit_code=e.exit_code,
                    reason=V.one_line(e.unreadable or "no report", 200))
     else:

@@ -108,8 +108,8 @@ def run(o: FleetOptions) -> tuple[list[Entry], dict[str, Any]]:
     kw = send_args(o, target_args)
     try:
         ssm = ssm_fleet.client("ssm", o.region)
-        ids = target_args.get("InstanceIds") or ssm_fleet.instances_by_tag(
-            ssm_fleet.client("ec2", o.region), *tag)
+        ids = target_args.get("InstanceIds") or (tag and ssm_fleet.instances_by_tag(
+            ssm_fleet.client("ec2", o.region), *tag))
         if not ids:
             raise ConfigurationError(f"--targets {o.targets}: no pending or running instance "
                                      "has this tag", hint="check the tag and --region")
@@ -167,18 +167,18 @@ def collect(ssm, s3, o: FleetOptions, command_id: str, iid: str) -> Entry:
                      "instance profile AmazonSSMManagedInstanceCore, network to SSM)")
     status, details = inv.get("Status"), inv.get("StatusDetails")
     if details in UNREACHABLE or status not in ("Success", "Failed"):
-        why = UNREACHABLE.get(details) or UNREACHABLE.get(status) or "timed-out"
+        why = UNREACHABLE.get(details or "") or UNREACHABLE.get(status or "") or "timed-out"
         return Entry(iid, f"ssm:{command_id}", unreachable=why,
                      detail=f"SSM invocation {status} ({details})")
     code = inv.get("ResponseCode")
-    if s3 is not None:
+    if s3 is not None and o.s3_bucket:
         key = stdout_key(o.s3_prefix, command_id, iid)
         src = f"s3://{o.s3_bucket}/{key}"
         try:
             raw = ssm_fleet.s3_get(s3, o.s3_bucket, key).decode("utf-8", "replace")
         except AwsError as e:
-            why = "access-denied" if "AccessDenied" in e.code else None
-            return Entry(iid, src, unreachable=why, unreadable=None if why else e.message,
+            denied = "access-denied" if "AccessDenied" in e.code else None
+            return Entry(iid, src, unreachable=denied, unreadable=None if denied else e.message,
                          detail=e.message, exit_code=code)
         return _entry(raw, iid, src, code, False, inv)
     raw = inv.get("StandardOutputContent") or ""

@@ -3,7 +3,7 @@
 import os
 import traceback
 
-RESULTS = []
+RESULTS: list = []  # of result dicts
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

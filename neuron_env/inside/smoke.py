@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, ev
 from _shared import emit, step, sync
 
 TOL = {"float32": (1e-4, 1e-4), "bfloat16": (1.6e-2, 1e-2)}  # (rtol, atol) for a matmul
-STEPS = []
+STEPS: list = []  # of step dicts
 
 
 

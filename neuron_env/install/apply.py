@@ -11,10 +11,10 @@ from neuron_env.errors import ConfigurationError, InstallFailed
 from neuron_env.install import installers, mirrors
 
 if TYPE_CHECKING:
-    from neuron_env.install.execute import _Run
+    from neuron_env.install.run_state import InstallRun
 
 
-def install(run: _Run, work: str) -> None:
+def install(run: InstallRun, work: str) -> None:
     """Manifest `incomplete` first, then the installer on a hash-pinned lock file."""
     items = run.items
     try:

@@ -79,7 +79,9 @@ class Tally:
     other line ends it; parallel=True (uv): only ` Downloaded NAME` ends a file."""
 
     def __init__(self, parallel: bool = False) -> None:
-        self.parallel, self.files, self.current = parallel, [], None
+        self.parallel = parallel
+        self.files: list[File] = []
+        self.current: File | None = None
         self.live = False  # byte counts arrive while files download (pip's raw lines)
 
     def feed(self, line: str) -> bool:
@@ -149,7 +151,8 @@ class Rate:
     """Bytes per second over the last `window` seconds of (time, bytes done) samples."""
 
     def __init__(self, window: float = 5.0) -> None:
-        self.window, self.samples = window, deque()
+        self.window = window
+        self.samples: deque[tuple[float, int]] = deque()
 
     def add(self, t: float, done: int) -> None:
         self.samples.append((t, done))

@@ -112,7 +112,7 @@ def resolve_cmd(inst: Installer, report: str, reqs: list[str], src: Sources,
 def install_cmd(inst: Installer, target: str, lock: str, hashes: bool,
                 reinstall: bool = False) -> list[str]:
     """reinstall: a repair puts back every locked file, whatever an interrupted run left."""
-    if inst.name == "uv":
+    if inst.name == "uv" and inst.uv:
         # --compile-bytecode: as pip does; without it every `import torch` pays the compile
         return [inst.uv, "pip", "install", "--python", target, "--no-deps", "--no-config",
                 "--compile-bytecode", *(["--reinstall"] if reinstall else []),

@@ -33,4 +33,4 @@ def write(prefix: str, doc: dict) -> str:
 def unfinished(doc: dict | None) -> bool:
     """A manifest an install left behind without finishing (interrupted, killed, failed):
     the next install is a repair and must vouch for the whole installed set."""
-    return bool(doc) and doc.get("status") != "complete"
+    return doc is not None and bool(doc) and doc.get("status") != "complete"

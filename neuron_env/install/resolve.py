@@ -25,7 +25,7 @@ from neuron_env.report.model import Result
 from neuron_env.util.names import canonicalize_name
 
 if TYPE_CHECKING:
-    from neuron_env.install.execute import _Run
+    from neuron_env.install.run_state import InstallRun
 
 MAX_ROUNDS = 4
 
@@ -55,16 +55,18 @@ class Resolver:
         with open(report, encoding="utf-8") as f:
             return parse(f.read())
 
-    def pin(self, index: str, reqs: list[str]) -> list[Item]:
+    def pin(self, index: str | None, reqs: list[str]) -> list[Item]:
         """Resolve governed requirements from their own index ONLY (no dependencies)."""
         use = self.plan.index(index)
+        if use is None:  # governed packages only: the matrix, hence the plan, names their index
+            raise InstallError(f"no index in the plan for {', '.join(reqs)}")
         src = installers.sources(use.url, [], self.plan.find_links, self.plan.offline)
         items = self._dry_run(f"resolve from {index}", reqs, src, True,
                               f"Resolving {' '.join(reqs)} from the {index} index ({use.url})")
         for it in items:
             got, _ = provenance.origin_of(it, self.plan, self.m)
             if got not in (index, "wheelhouse"):
-                raise InstallError(provenance.outside(it, index, self.plan),
+                raise InstallError(provenance.outside(it, use.name, self.plan),
                                    hint="check pip's configuration (pip config list) for "
                                         "find-links or indexes that add other sources")
         return items
@@ -98,7 +100,7 @@ class Resolver:
             for f in foreign:  # a Neuron package pulled in as a dependency: pin it at home
                 want = m.index_for(f.name)
                 spec = _spec_from_dependents(f.key, items)
-                for it in self.pin(want.name, [f"{f.name}{spec}"]):
+                for it in self.pin(want.name if want else None, [f"{f.name}{spec}"]):
                     pins[it.key] = it
         else:
             raise InstallError("resolution did not settle after pinning Neuron dependencies",
@@ -123,7 +125,7 @@ def _spec_from_dependents(key: str, items: list[Item]) -> str:
     return str(spec)
 
 
-def resolve(run: _Run, work: str, bundled_builder) -> None:
+def resolve(run: InstallRun, work: str, bundled_builder) -> None:
     bundled = {}
     if any(r.source == "bundled" for r in run.plan.requirements):
         bundled[EMULATOR] = str(bundled_builder(Path(work)))

@@ -7,12 +7,16 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from neuron_env.errors import CommandTimeout
 from neuron_env.install.downloads import Rate, Tally, figures, human
 from neuron_env.target import launch
 from neuron_env.util import redact
 from neuron_env.util.progress import Heartbeat, Progress
+
+if TYPE_CHECKING:  # rich: imported only when a bar is shown
+    from neuron_env.install.bar import Bar
 
 __all__ = ["Log", "Progress", "StepResult", "installer_env", "run_step"]
 
@@ -92,7 +96,9 @@ class Watch:
                  clock=time.monotonic) -> None:
         self.progress, self.verb, self.clock = progress, verb, clock
         self.tally, self.rate, self.beat = Tally(parallel), Rate(), Heartbeat()
-        self.bar, self.first, self.last = None, None, None
+        self.bar: Bar | None = None
+        self.first: float | None = None
+        self.last: float | None = None
 
     def line(self, text: str) -> None:
         if not self.tally.feed(text):

@@ -16,7 +16,7 @@ from neuron_env.report.model import Result
 from neuron_env.util.record import replace
 
 if TYPE_CHECKING:
-    from neuron_env.install.execute import ExecOptions, Outcome, _Run
+    from neuron_env.install.run_state import ExecOptions, InstallRun, Outcome
 
 
 def _pip_check_result(res: StepResult) -> Result:
@@ -30,7 +30,7 @@ def _pip_check_result(res: StepResult) -> Result:
         "--venv DIR")
 
 
-def verify(run: _Run) -> Outcome:
+def verify(run: InstallRun) -> Outcome:
     """Versions in the target, pip check, the manifest's final status, the verify checks."""
     run.progress.say("Verifying in the target")
     verify = _verify_versions(run.items, probe_target(run.plan.python))

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from neuron_env.report import plots
-from neuron_env.report.html import badge, esc, page, plot, table
+from neuron_env.report.html_page import badge, esc, page, plot, table
 
 VERDICT_ORDER = ("fail", "error", "timeout", "unreachable", "unreadable", "warn", "pass")
 CHECK_STATUSES = ("pass", "warn", "fail", "error", "skip")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuron_env.report import plots
-from neuron_env.report.html import badge, checks_table, esc, num, page, plot, table
+from neuron_env.report.html_page import badge, checks_table, esc, num, page, plot, table
 from neuron_env.report.model import Report
 
 NOT_RECORDED = '<p class="muted">not recorded in this run.</p>'

@@ -31,7 +31,8 @@ class StepLines:
 
     def __init__(self, what: str, progress: Progress | None = None) -> None:
         self.what, self.progress = what, progress or Progress()
-        self.pending, self.step, self.since = b"", None, 0.0
+        self.pending, self.since = b"", 0.0
+        self.step: str | None = None
         self.beat = Heartbeat()
 
     def follow(self, running) -> None:

@@ -26,8 +26,9 @@ pytestmark = pytest.mark.integration
 # click beside typer's own, or the modules of other commands (cli/lazy.py)
 # nor the HTML reports or their plotting library (the optional `html` extra: matplotlib)
 NEVER = ("torch", "boto3", "botocore", "rich", "matplotlib", "neuron_env.report.html",
-         "neuron_env.report.plots",
-         "neuron_env.install.execute", "packaging.requirements", "packaging.markers",
+         "neuron_env.report.html_page", "neuron_env.report.plots",
+         "neuron_env.install.execute", "neuron_env.install.run_state",
+         "packaging.requirements", "packaging.markers",
          "packaging.tags", "packaging", "dataclasses", "hashlib",
          *(("click",) if importlib.util.find_spec("typer._click") else ()),
          *sorted({f"neuron_env.cli.{m}" for _, m in COMMANDS} - {"neuron_env.cli.doctor"}))

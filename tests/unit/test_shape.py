@@ -62,3 +62,110 @@ def test_every_integration_module_is_marked():
     unmarked = [p.name for p in sorted((REPO / "tests" / "integration").glob("test_*.py"))
                 if not marked.search(p.read_text())]
     assert unmarked == []
+
+
+def _module_name(p: Path) -> str:
+    parts = list(p.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_arrows() -> dict[str, set[str]]:
+    """module -> the neuron_env modules it imports. Every import counts: module-level,
+    function-level (a deferred import still closes a circle when it runs) and under
+    TYPE_CHECKING (the annotation still ties the two modules' designs together). `from pkg
+    import name` points at pkg.name when that is a module, else at pkg (its __init__)."""
+    modules = {_module_name(p): p for p in SOURCES}
+    arrows: dict[str, set[str]] = {m: set() for m in modules}
+    for m, p in modules.items():
+        for node in ast.walk(_tree(p)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                         else node.module for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name and name not in modules:
+                    name = name.rpartition(".")[0]
+                if name and name != m:
+                    arrows[m].add(name)
+    return arrows
+
+
+def import_circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(arrows[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(arrows):
+        if v not in index:
+            visit(v)
+    return sorted(circles)
+
+
+# Circles still there, each named so that the list can only shrink: a new circle fails the test,
+# and so does one taken apart and left here. Both sit in code being changed on other branches,
+# so they are taken apart after those merge: checks/ (its __init__ loads the check modules,
+# which take `check`/`Context` from the package: move them to a checks/registry.py) and trial/
+# (collected.py takes MAX_RANK_FILE/throughput from distributed.py, which loads collected).
+KNOWN_CIRCLES: list[list[str]] = [
+    ["neuron_env.checks", *(f"neuron_env.checks.{m}" for m in (
+        "aws", "backend", "cache", "companions", "container", "driver", "fixes", "host",
+        "lineage", "network", "tools"))],
+    ["neuron_env.trial.collected", "neuron_env.trial.distributed"],
+]
+
+
+def test_no_import_circles():
+    assert import_circles(import_arrows()) == KNOWN_CIRCLES
+
+
+def test_the_install_steps_are_a_line():
+    """execute.py makes the run and calls resolve -> apply -> verify; they take the shared
+    types from install/run_state.py and none of them imports execute.py back."""
+    arrows = import_arrows()
+    back = sorted(m for m, to in arrows.items() if "neuron_env.install.execute" in to)
+    assert back == ["neuron_env.commands.install"]
+    assert not any(c for c in import_circles(arrows) if "neuron_env.install.execute" in c)
+
+
+def test_import_circles_are_found():
+    """The detector itself: a planted circle, a line, and a self-import."""
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_mypy_checks_the_whole_package_with_no_debt_list():
+    """No module is let off: no ignore_errors block, no excluded folder, and CI runs mypy with
+    that configuration (no paths of its own that would narrow it)."""
+    from neuron_env.matrix.loader import toml
+
+    cfg = toml().loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert cfg["files"] == ["neuron_env"]
+    assert "exclude" not in cfg
+    assert [o["module"] for o in cfg.get("overrides", []) if o.get("ignore_errors")] == []
+    runs = [line.split("#")[0].split() for line in (REPO / ".ci" / "run").read_text().splitlines()
+            if "-m mypy" in line]
+    assert runs == [[".venv/bin/python", "-m", "mypy"]]
