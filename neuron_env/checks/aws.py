@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neuron_env.checks import check, verdict
+from neuron_env.checks.registry import check, verdict
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Matrix
     from neuron_env.probes.facts import HostFacts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks import check
+from neuron_env.checks.registry import check
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.matrix.overrides import expected_index_urls
 from neuron_env.report.model import Result
@@ -14,7 +14,7 @@ from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Ver
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Index, Matrix
     from neuron_env.probes.facts import HostFacts
     from neuron_env.probes.interpreter import Dist, TargetFacts

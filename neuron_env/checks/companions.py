@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from neuron_env.checks import check
+from neuron_env.checks.registry import check
 from neuron_env.matrix.model import family_of, fmt_spec
 from neuron_env.probes.companions import COMPANION_MODULES
 from neuron_env.report.model import Result

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from neuron_env.matrix.model import fmt_spec
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Matrix, OSEntry
     from neuron_env.probes.facts import HostFacts
 

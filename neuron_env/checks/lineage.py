@@ -5,15 +5,15 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks import check
 from neuron_env.checks.backend import install_cmd
 from neuron_env.checks.driver import _not_neuron_host, base_version, minor
+from neuron_env.checks.registry import check
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 from neuron_env.util.versions import Ver
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Matrix
     from neuron_env.probes.facts import HostFacts
 

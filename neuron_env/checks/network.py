@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks import check
 from neuron_env.checks.driver import _image
+from neuron_env.checks.registry import check
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Matrix
     from neuron_env.probes.facts import HostFacts
 

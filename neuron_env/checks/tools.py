@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neuron_env.checks import check
 from neuron_env.checks.driver import _not_neuron_host
 from neuron_env.checks.fixes import apt_get_install
+from neuron_env.checks.registry import check
 from neuron_env.probes.tools import NEURON_BIN
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
-    from neuron_env.checks import Context
+    from neuron_env.checks.registry import Context
     from neuron_env.matrix.model import Matrix
     from neuron_env.probes.facts import HostFacts
     from neuron_env.probes.host import DriverFacts

@@ -12,13 +12,28 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import BadInput
-from neuron_env.trial.distributed import MAX_RANK_FILE, throughput
 from neuron_env.util.files import field, read_json
 
 MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
 _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
         ("max_abs", "number", True), ("excess", "any_number", False),
         ("mismatched", "int", False), ("numel", "int", False))
+
+MAX_RANK_FILE = 16 * 1024 * 1024  # a rank's verdict: a row per parameter tensor
+
+
+def throughput(ref: dict, ranks: list[dict], world: int) -> dict[str, Any]:
+    """samples/s across ranks (the slowest rank's median step sets the pace) and scaling
+    efficiency vs one rank on the same per-rank batch: thr_N / (N * thr_1)."""
+    batch, per = int(ref["batch"]), int(ref["per_rank_batch"])
+    step = max(float(x["step_s"]) for x in ranks)
+    thr = batch / step if step > 0 else 0.0
+    one = per / ref["one_rank_step_s"] if ref.get("one_rank_step_s") else 0.0
+    return {"global_batch": batch, "per_rank_batch": per, "step_s": step,
+            "samples_per_s": thr, "one_rank_samples_per_s": one,
+            "scaling_efficiency": thr / (world * one) if one else None,
+            "emulated": bool(ref.get("emulated"))}
+
 
 
 def _rows(doc: dict[str, Any], key: str, what: str) -> None:

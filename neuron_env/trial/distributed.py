@@ -27,7 +27,8 @@ from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
 from neuron_env.target import launch, protocol
 from neuron_env.target.outcome import ended
-from neuron_env.trial import rundir
+from neuron_env.trial import collected, rundir
+from neuron_env.trial.collected import MAX_RANK_FILE, throughput
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util import proc
 from neuron_env.util.render import Raw, sh_join, values
@@ -101,7 +102,6 @@ def payload(o: TrialOptions, d: DistOptions, run_dir: str, role: str) -> dict[st
 
 
 MAX_SIDE_FILE = 1024 * 1024  # a rank's .steps/.error/.usage: lines and a traceback tail
-MAX_RANK_FILE = 16 * 1024 * 1024  # a rank's verdict: a row per parameter tensor
 
 
 def _read(path: Path, limit: int = MAX_SIDE_FILE) -> str | None:
@@ -187,7 +187,6 @@ def collect(run_dir: str, d: DistOptions) -> DistRun:
     """`--collect RUN_DIR`: the verdict of a run launched elsewhere (--print-launch's commands)
     from the files its reference and ranks left in RUN_DIR, each read and checked by
     trial/collected.py (the one reader, then every field) before any verdict."""
-    from neuron_env.trial import collected
     from neuron_env.util.record import replace
 
     path = Path(run_dir)
@@ -436,19 +435,6 @@ def _worst(rows: list[tuple[int, dict]]) -> tuple[int, dict] | None:
     bad = [x for x in rows if not x[1]["ok"]]
     pool = bad or rows
     return max(pool, key=lambda x: float(x[1]["excess"])) if pool else None
-
-
-def throughput(ref: dict, ranks: list[dict], world: int) -> dict[str, Any]:
-    """samples/s across ranks (the slowest rank's median step sets the pace) and scaling
-    efficiency vs one rank on the same per-rank batch: thr_N / (N * thr_1)."""
-    batch, per = int(ref["batch"]), int(ref["per_rank_batch"])
-    step = max(float(x["step_s"]) for x in ranks)
-    thr = batch / step if step > 0 else 0.0
-    one = per / ref["one_rank_step_s"] if ref.get("one_rank_step_s") else 0.0
-    return {"global_batch": batch, "per_rank_batch": per, "step_s": step,
-            "samples_per_s": thr, "one_rank_samples_per_s": one,
-            "scaling_efficiency": thr / (world * one) if one else None,
-            "emulated": bool(ref.get("emulated"))}
 
 
 def _rank_dependent(docs: list[dict], where: str, tag: str,

@@ -125,17 +125,9 @@ def import_circles(arrows: dict[str, set[str]]) -> list[list[str]]:
     return sorted(circles)
 
 
-# Circles still there, each named so that the list can only shrink: a new circle fails the test,
-# and so does one taken apart and left here. Both sit in code being changed on other branches,
-# so they are taken apart after those merge: checks/ (its __init__ loads the check modules,
-# which take `check`/`Context` from the package: move them to a checks/registry.py) and trial/
-# (collected.py takes MAX_RANK_FILE/throughput from distributed.py, which loads collected).
-KNOWN_CIRCLES: list[list[str]] = [
-    ["neuron_env.checks", *(f"neuron_env.checks.{m}" for m in (
-        "aws", "backend", "cache", "companions", "container", "driver", "fixes", "host",
-        "lineage", "network", "tools"))],
-    ["neuron_env.trial.collected", "neuron_env.trial.distributed"],
-]
+# No circle is left (checks/ takes its registry from checks/registry.py; trial/collected.py
+# holds what distributed.py and it share): a new one fails the test.
+KNOWN_CIRCLES: list[list[str]] = []
 
 
 def test_no_import_circles():
