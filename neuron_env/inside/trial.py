@@ -49,10 +49,8 @@ from _trial_device import (
     timed,
     tracking_api,
 )
-from _trial_inspect import fallback_sources, first_divergence, generate_step
-from _trial_models import load_model
-
-STOCHASTIC = ("Dropout", "DropPath", "DropBlock", "StochasticDepth", "RReLU", "GaussianNoise")
+from _trial_inspect import fallback_sources, first_divergence, generate_step, random_modules
+from _trial_models import load_model, loss_arity
 
 
 def finish(doc):
@@ -60,7 +58,22 @@ def finish(doc):
 
 
 # -- running and capturing ------------------------------------------------------------------------
+def own_loss(out):
+    """The model's own loss (a Hugging Face model called with `labels` returns out.loss): a
+    floating-point scalar under the key or attribute `loss`, else None."""
+    import torch
+    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.numel() == 1:
+        return loss.reshape(())
+    return None
+
+
 def default_loss(out):
+    """The model's own loss when it returns one, else the mean of squares of every floating
+    output."""
+    own = own_loss(out)
+    if own is not None:
+        return own
     terms = [t.float().square().mean() for _, t in flatten(out) if t.is_floating_point()]
     if not terms:
         raise Usage("the model's output holds no floating-point tensor to take a loss of",
@@ -68,42 +81,11 @@ def default_loss(out):
     return sum(terms)
 
 
-def stochastic_modules(torch, model):
-    """Modules that draw random numbers in train mode (dropout with p > 0, drop-path, ...) and
-    HF configs with a dropout probability: CPU and device RNG streams differ, so they differ."""
-    found = []
-    for name, m in model.named_modules():
-        if not m.training:
-            continue
-        p = getattr(m, "p", getattr(m, "drop_prob", None))
-        if any(s in type(m).__name__ for s in STOCHASTIC) and (
-                not isinstance(p, (int, float)) or p > 0):
-            found.append(name or type(m).__name__)
-    cfg = getattr(model, "config", None)
-    if model.training and cfg is not None:
-        items = cfg.items() if isinstance(cfg, dict) else getattr(cfg, "__dict__", {}).items()
-        for k, v in sorted(items, key=lambda kv: str(kv[0])):
-            k = str(k)
-            if ("dropout" in k or k.endswith("_prob")) and isinstance(v, float) and v > 0:
-                found.append("config.%s=%g" % (k, v))
-    return found
-
-
-def draws_random(torch, model, inputs, seed):
-    """A model in train mode whose output depends on the RNG (found by running it twice)."""
-    outs = []
-    for s in (seed + 101, seed + 202):
-        torch.manual_seed(s)
-        with torch.no_grad():
-            outs.append([x for _, x in flatten(model(*inputs[0], **inputs[1]))
-                         if x.is_floating_point()])
-    return any(a.shape != b.shape or not torch.equal(a, b) for a, b in zip(*outs, strict=False))
-
-
 class Trial:
     def __init__(self, torch, opts, device, model, inputs, loss_fn):
         self.torch, self.opts, self.device = torch, opts, device
         self.initial, self.inputs, self.loss_fn = model, inputs, loss_fn
+        self.loss_args = loss_arity(loss_fn) if loss_fn is not None else 1
         self.dtype_name = opts.get("dtype", "float32")
         self.inference = bool(opts.get("inference"))
         self.low_precision = self.dtype_name != "float32" or bool(opts.get("autocast"))
@@ -134,7 +116,12 @@ class Trial:
                 with self.torch.no_grad():
                     return model(*args, **kwargs), None
             out = model(*args, **kwargs)
-            loss = (fn or default_loss)(out)
+            if fn is None:
+                loss = default_loss(out)
+            elif self.loss_args == 2:  # loss_fn(output, batch_slice): the whole batch here
+                loss = fn(out, slice(0, self.batch_size()))
+            else:
+                loss = fn(out)
         loss.backward()
         return out, loss
 
@@ -199,6 +186,11 @@ class Trial:
         return [x for x in list(args) + list(kwargs.values())
                 if isinstance(x, self.torch.Tensor)]
 
+    def batch_size(self):
+        """Dimension 0 of the first input tensor (what a batch_slice indexes)."""
+        first = next((x for x in self.tensors() if x.dim()), None)
+        return int(first.shape[0]) if first is not None else 1
+
     def input_shapes(self):
         return [list(x.shape) for x in self.tensors()]
 
@@ -212,17 +204,14 @@ def choose_mode(t):
         return
     if not t.initial.training:
         return
-    t.stochastic = stochastic_modules(t.torch, t.initial)
-    if not t.stochastic:
-        probe = copy.deepcopy(t.initial).float()
-        args = tuple(x.float() if x.is_floating_point() else x for x in t.inputs[0])
-        kwargs = {k: v.float() if isinstance(v, t.torch.Tensor) and v.is_floating_point() else v
-                  for k, v in t.inputs[1].items()}
-        try:
-            if draws_random(t.torch, probe, (args, kwargs), t.opts.get("seed", 0)):
-                t.stochastic = ["(the output changes with the random seed)"]
-        except Exception:
-            return  # the reference step reports the model's failure
+    probe = copy.deepcopy(t.initial).float()
+    args = tuple(x.float() if x.is_floating_point() else x for x in t.inputs[0])
+    kwargs = {k: v.float() if isinstance(v, t.torch.Tensor) and v.is_floating_point() else v
+              for k, v in t.inputs[1].items()}
+    try:
+        t.stochastic = random_modules(t.torch, probe, (args, kwargs), t.opts.get("seed", 0))
+    except Exception:
+        return  # the reference step reports the model's failure
     if t.stochastic:
         t.mode = "eval"
 
@@ -342,9 +331,11 @@ def eager(t):
     add("eager", "pass" if cmp["ok"] else "fail", "%s on %s vs CPU: %s%s; first call %.4fs, "
         "steady median %.4fs" % ("forward" if t.inference else "forward+backward", device,
                                  verdict(cmp, t.rtol, t.atol),
-                                 "; first module out of tolerance: %s (%s, %s)" % (
+                                 "; %s: %s (%s, %s)" % (
+                                     "first module out of tolerance" if div.get("side") in (
+                                         None, "both") else "first diverging module",
                                      div["module"], div.get("module_type"), div["why"])
-                                 if div else "",
+                                 if div and div.get("module") else "",
                                  first, t.timing["eager"]["median_s"] or first),
         rtol=t.rtol, atol=t.atol, timing=t.timing["eager"], first_divergence=div,
         mode=t.mode, **cmp)

@@ -132,8 +132,12 @@ def _eager_fix(data: dict) -> str:
         return ("the model crashes on the device but runs on the CPU: see details.error (the "
                 "innermost frames and your code's); ops that ran on the CPU are in trial.fallback")
     div = data.get("first_divergence") or {}
+    side = div.get("side") or "both"
     start = (f"start at module {div['module']} ({div.get('module_type')}), the first whose "
-             "output leaves tolerance; " if div.get("module") else "")
+             "output leaves tolerance; " if div.get("module") and side == "both" else
+             f"start at module {div['module']} ({div.get('module_type')}): it runs on the "
+             f"{'device path' if side == 'device' else 'CPU'} only and changes the numbers; "
+             if div.get("module") else "")
     tail = "check driver/runtime versions with neuron-env doctor"
     bad = [m.get("tensor", "") for m in data.get("mismatches") or []]
     if bad and not any(b.startswith("output") for b in bad) and \
