@@ -21,9 +21,11 @@ def trial(
     device: Device = typer.Option(Device.neuron, "--device", help="Where the model runs."),
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The dtype on the device."),
     autocast: bool = typer.Option(False, "--autocast", help="Run under autocast(bfloat16)."),
-    rtol: float = typer.Option(None, "--rtol", help="Relative tolerance (default per dtype)."),
-    atol: float = typer.Option(None, "--atol", help="Absolute tolerance, relative to each "
-                               "tensor's largest reference magnitude (default per dtype)."),
+    rtol: float = typer.Option(None, "--rtol", help="Relative tolerance: an element passes "
+                               "when |a-b| <= atol + rtol*|b|, as torch.allclose (default per "
+                               "dtype)."),
+    atol: float = typer.Option(None, "--atol", help="Absolute tolerance, in the tensor's units "
+                               "(not scaled): |a-b| <= atol + rtol*|b| (default per dtype)."),
     steps: int = typer.Option(0, "--steps", help="Also N SGD steps; parameter drift compared."),
     lr: float = typer.Option(0.01, "--lr", help="Learning rate of the --steps optimizer."),
     iterations: int = typer.Option(10, "--iterations", help="Steady-state timed runs."),

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_env, run_cli
 from tests.integration.conftest import need_lib
 from tests.integration.test_trial_models import trial
 
@@ -84,3 +84,28 @@ def test_randomness_is_decided_by_running_not_by_attribute_names(models_python):
     d = r["dtype"]["details"]
     assert d["mode"] == "train" and d["stochastic"] == [], d
     assert "EVAL" not in r["dtype"]["summary"] and r["eager"]["status"] == "pass"
+
+
+def test_reported_errors_are_the_hand_computed_ones_and_atol_is_absolute(torch_python):
+    py = torch_python
+    hand = in_target(py, "import json, torch\nx = torch.tensor([[0.5, 1.0, -2.0, 4.0]])\n"
+                     "d = ((x * 1.0 + 5e-3) - x).abs()\n"
+                     "print(json.dumps({'abs': float(d.max()), 'rel': float((d / x.abs()).max())"
+                     "}))")
+    assert abs(hand["rel"] - 1e-2) < 1e-5
+    _doc, r = trial(py, f"{USER}:offset", "--inference", "--rtol", "0", "--atol", "1e-3")
+    e = r["eager"]["details"]
+    assert r["eager"]["status"] == "fail" and e["worst"] == "output"
+    w = e["worst_detail"]
+    assert w["mismatched"] == 4 and w["elements"] == 4
+    assert abs(e["max_abs_error"] - hand["abs"]) < 1e-9 and abs(e["max_rel_error"] - hand["rel"]) \
+        < 1e-9, (e, hand)  # with --rtol 0 the relative error is still reported
+    # atol is absolute, in the tensor's units: 4e-3 < 5e-3 fails, 6e-3 passes (were it scaled
+    # by the largest reference value, 4.0, both would pass)
+    _doc, r = trial(py, f"{USER}:offset", "--inference", "--rtol", "0", "--atol", "4e-3")
+    assert r["eager"]["status"] == "fail"
+    _doc, r = trial(py, f"{USER}:offset", "--inference", "--rtol", "0", "--atol", "6e-3")
+    assert r["eager"]["status"] == "pass"
+    assert abs(r["eager"]["details"]["max_rel_error"] - hand["rel"]) < 1e-9
+    p = run_cli("trial", "--help", env=cli_env(COLUMNS="200"))
+    assert "in the tensor's units" in p.stdout and "relative to each" not in p.stdout
