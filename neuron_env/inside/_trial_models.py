@@ -116,6 +116,9 @@ def import_callable(spec):
             sys.path.insert(0, os.path.dirname(path))
             s = importlib.util.spec_from_file_location("neuron_env_trial_model", path)
             mod = importlib.util.module_from_spec(s)
+            # registered before it runs, as an import would: torch.compile resolves a
+            # torch.library op or a dataclass of the file through sys.modules
+            sys.modules[s.name] = mod
             s.loader.exec_module(mod)
         else:
             sys.path.insert(0, os.getcwd())

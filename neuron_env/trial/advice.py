@@ -116,15 +116,26 @@ def fix(name: str, status: str, data: dict, opts) -> str | None:
                     "call them) and fail under torch.compile: rewrite them with supported ops "
                     "or keep them out of the compiled region",
         "compile": _compile_fix(data),
-        "shapes": "fix trial.compile first: this sweep ran in eager mode and could not count "
-                  "compilations" if data.get("mode") == "eager" else
-                  "pad or bucket input shapes (details.advice) so that few graphs compile",
+        "shapes": _shapes_fix(data),
         "baseline": "the device disagrees with the environment used today: compare per tensor "
                     "(details.mismatches)",
         "generate": "the device picks other tokens than the CPU: run without --generate to "
                     "see which tensors differ (trial.eager, first diverging module)",
         "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
     }.get(name)
+
+
+def _shapes_fix(data: dict) -> str:
+    failed = [r for r in data.get("rows") or [] if r.get("error")]
+    if failed:
+        r = failed[0]
+        return (f"shape {'x'.join(map(str, r['shape']))} does not run on this model "
+                f"({r['error']}): leave it out of --shapes/--batch-sizes, or change the model "
+                "where the error points")
+    if data.get("mode") == "eager":
+        return "fix trial.compile first: this sweep ran in eager mode and could not count "\
+               "compilations"
+    return "pad or bucket input shapes (details.advice) so that few graphs compile"
 
 
 def _eager_fix(data: dict) -> str:
@@ -155,9 +166,21 @@ def _compile_fix(data: dict) -> str:
     if data.get("graph_breaks"):
         return "remove the graph breaks (details.graph_breaks): data-dependent Python control "\
                "flow, .item(), print"
+    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
+    cause = data.get("root_cause") or "see details.traceback"
+    check = data.get("cpu_aot_eager") or {}
+    if check.get("ok"):  # tried: the same model compiles on the CPU
+        return (f"torch.compile(backend='aot_eager') compiles and runs this model on the CPU, "
+                f"so the failure comes with the device (backend {data.get('backend')!r}, or "
+                f"code on the device path only): {cause}{at}; keep that code out of the "
+                "compiled region "
+                "(torch.compiler.disable) or report it with details.traceback")
+    if check.get("error"):  # tried: the CPU fails too, so the model's code is the cause
+        there = f" at {check['user_frame']}" if check.get("user_frame") else ""
+        return (f"torch.compile fails on the CPU too (backend='aot_eager': {check['error']}"
+                f"{there}): fix the model's code there, or keep it out of the compiled region "
+                "(torch.compiler.disable)")
     if data.get("aot_eager_helps"):
         return ("the backend compiler failed (details.traceback): run with --compile-backend "
                 "aot_eager to tell whether the graph itself is sound")
-    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
-    return (f"torch.compile could not trace the model{at}: {data.get('root_cause') or ''} "
-            "(any backend fails the same; see details.traceback)").replace(" :", ":")
+    return f"torch.compile could not trace the model{at}: {cause} (see details.traceback)"

@@ -109,3 +109,34 @@ def test_reported_errors_are_the_hand_computed_ones_and_atol_is_absolute(torch_p
     assert abs(r["eager"]["details"]["max_rel_error"] - hand["rel"]) < 1e-9
     p = run_cli("trial", "--help", env=cli_env(COLUMNS="200"))
     assert "in the tensor's units" in p.stdout and "relative to each" not in p.stdout
+
+
+def test_a_compile_failure_checks_its_claim_on_the_cpu_and_names_the_root_cause(models_python):
+    py = need_lib(models_python, "transformers")
+    # BERT whose device path calls an op torch.compile cannot trace: the CPU copy compiles
+    _doc, r = trial(py, f"{REAL}:bert_compile_fails_on_device", "--compile", "--inference")
+    c = r["compile"]
+    assert c["status"] == "fail" and c["details"]["cpu_aot_eager"]["ok"] is True, c
+    assert "no fake impl registered for <CustomOpDef(trial_tests::device_only_opaque)>" in \
+        c["details"]["root_cause"]
+    assert "real_models.py:" in c["details"]["user_frame"]
+    assert "compiles and runs this model on the CPU" in c["fix"]
+    assert "any backend fails the same" not in c["fix"] + c["summary"]
+    # a shape that does not fit the model (64 positions) says which shape and why
+    _doc, r = trial(py, f"{REAL}:bert_eval", "--compile", "--inference", "--shapes",
+                    "2x16,2x100")
+    s = r["shapes"]
+    bad = [row for row in s["details"]["rows"] if row.get("error")]
+    assert [row["shape"] for row in bad] == [[2, 100]], s
+    assert "expand: attempting to expand a dimension of length 64 -> 100" in bad[0]["error"]
+    assert "modeling_bert.py:" in bad[0]["error"]
+    assert "when making fake tensor call" not in s["summary"]
+    assert s["fix"].startswith("shape 2x100 does not run on this model")
+
+
+def test_a_compile_failure_of_the_models_own_code_says_the_cpu_fails_too(torch_python):
+    _doc, r = trial(torch_python, f"{USER}:untraceable", "--compile")
+    c = r["compile"]
+    assert c["status"] == "fail" and c["details"]["cpu_aot_eager"]["ok"] is False, c
+    assert "no fake impl registered" in c["details"]["cpu_aot_eager"]["error"]
+    assert c["fix"].startswith("torch.compile fails on the CPU too (backend='aot_eager'")
