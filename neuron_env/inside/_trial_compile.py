@@ -22,9 +22,11 @@ from _trial_device import (
     device_module,
     peak_bytes,
     read_tracking,
+    record_phase,
     reset_peak,
     stats,
     timed,
+    tracked,
 )
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
@@ -167,6 +169,7 @@ def compile_step(t):
     except Usage:
         raise
     except Exception as e:
+        record_phase(t, "compile", read_tracking(t))
         compile_failure(t, backend, e)
         return None
     t.timing["compiled"] = stats(first, times)
@@ -179,6 +182,7 @@ def report_compiled(t, backend, got, metrics):
     cmp = t.compare(got, t.ref, t.low)
     breaks = graph_breaks()
     fb = read_tracking(t)
+    record_phase(t, "compile", fb)
     c, e = t.timing["compiled"], t.timing.get("eager") or {}
     speed = (e["median_s"] / c["median_s"]) if e.get("median_s") and c["median_s"] else None
     fell = (fb or {}).get("ops") or []
@@ -276,7 +280,8 @@ def shapes_step(t, compiled):
     gen = t.torch.Generator().manual_seed(t.opts.get("seed", 0) + 1)
     if compiled is None:  # compile failed: the sweep still tells which shapes run, in eager
         model = t.to_device(t.initial)
-        rows = [one_shape(t, model, s, gen, False) for s in shapes]
+        with tracked(t, "shapes"):
+            rows = [one_shape(t, model, s, gen, False) for s in shapes]
         failed = [r for r in rows if "error" in r]
         summary = ("%d shapes ran in EAGER mode because torch.compile failed (see "
                    "trial.compile): %s; compilations not measured" % (
@@ -286,7 +291,8 @@ def shapes_step(t, compiled):
         add("shapes", "fail" if failed else "warn", summary, rows=rows, mode="eager",
             eager_summary=summary, base_shape=list(first_input(t.inputs).shape))
         return
-    rows = [one_shape(t, compiled, s, gen, True) for s in shapes]
+    with tracked(t, "shapes"):
+        rows = [one_shape(t, compiled, s, gen, True) for s in shapes]
     m = dynamo_metrics(t)
     add("shapes", "fail" if any("error" in r for r in rows) else "pass",
         "%d shapes: %d compilation(s)" % (len(rows), sum(r.get("compilations", 0) for r in rows)),

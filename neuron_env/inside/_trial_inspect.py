@@ -7,6 +7,7 @@ import traceback
 from _shared import step
 from _trial_common import add, short, tb_text, user_frames, where
 from _trial_compare import compare_low, compare_one, flatten, host
+from _trial_device import tracked
 
 
 def module_outputs(torch, model, inputs, ctx=contextlib.nullcontext, seed=None):
@@ -193,7 +194,8 @@ def generate_step(t):
         add("generate", "fail", "generate() fails on the CPU: %s" % short(e), error=tb_text(e))
         return
     try:
-        got = decode(t.to_device(t.initial).eval(), t.device_inputs())
+        with tracked(t, "generate"):
+            got = decode(t.to_device(t.initial).eval(), t.device_inputs())
     except Exception as e:
         add("generate", "fail", "generate() on %s CRASHED (the CPU ran): %s" % (
             t.device, short(e)), error=tb_text(e), crashed=True)

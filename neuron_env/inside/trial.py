@@ -37,16 +37,16 @@ from _trial_common import RESULTS, Usage, add, short, tb_text, user_frames, wher
 from _trial_compare import TOL, compare_all, flatten, host, verdict
 from _trial_compile import compile_step, shape_list, shapes_step
 from _trial_device import (
-    clear_tracking,
+    all_phases,
     identity,
     memory,
     memory_api,
     open_device,
     peak_bytes,
-    read_tracking,
     reset_peak,
     stats,
     timed,
+    tracked,
     tracking_api,
 )
 from _trial_inspect import fallback_sources, first_divergence, generate_step, random_modules
@@ -98,7 +98,7 @@ class Trial:
         self.mode, self.stochastic = "train" if model.training else "eval", []
         self.mem = memory_api(torch, device)
         self.api, self.counts = tracking_api(torch, device)
-        self.fallback, self.reference_ok = None, False
+        self.phases, self.reference_ok = {}, False  # phase -> op tracking (_trial_device)
 
     def ctx(self, device=None):
         if not self.opts.get("autocast"):
@@ -108,6 +108,13 @@ class Trial:
 
     def run(self, model, inputs, ctx=None, use_default_loss=False):
         """Forward (+ loss + backward unless --inference) of model on inputs."""
+        out, loss = self.forward(model, inputs, ctx, use_default_loss)
+        if loss is not None:
+            loss.backward()
+        return out, loss
+
+    def forward(self, model, inputs, ctx=None, use_default_loss=False):
+        """Forward (+ loss unless --inference) of model on inputs: (output, loss or None)."""
         args, kwargs = inputs
         model.zero_grad(set_to_none=True)
         fn = None if use_default_loss else self.loss_fn
@@ -122,7 +129,6 @@ class Trial:
                 loss = fn(out, slice(0, self.batch_size()))
             else:
                 loss = fn(out)
-        loss.backward()
         return out, loss
 
     def capture(self, model, out, loss):
@@ -298,23 +304,27 @@ def reference(t):
 def eager(t):
     step("eager")
     torch, device = t.torch, t.device
-    clear_tracking(t.api)
     reset_peak(t.mem)
     try:
         model, inputs = t.to_device(t.initial), t.device_inputs()
         t0 = time.perf_counter()
-        out, loss = t.run(model, inputs)
+        with tracked(t, "forward"):
+            out, loss = t.forward(model, inputs)
+        if loss is not None:
+            with tracked(t, "backward"):
+                loss.backward()
         sync(torch, device)
         first = time.perf_counter() - t0
         t.dev_got = t.capture(model, out, loss)
-        t.fallback = read_tracking(t)
-        params = t.train(model, inputs) if t.opts.get("steps") else {}
+        params = {}
+        if t.opts.get("steps"):
+            with tracked(t, "steps"):
+                params = t.train(model, inputs)
         t.dev_params = params
         times = timed(torch, device, lambda: t.run(model, inputs), t.opts.get("iterations", 10))
     except Usage:
         raise
     except Exception as e:
-        t.fallback = read_tracking(t)
         hint = ("a tensor the model or loss_fn closes over stays on the CPU: move it with "
                 "`.to(out.device)` (or register it as a buffer)") if "same device" in str(e) \
             else None
@@ -349,7 +359,7 @@ def eager(t):
 
 def fallback(t):
     step("fallback")
-    fb = t.fallback
+    fb = all_phases(t.phases)
     if fb is None:
         why = ("no op tracking on %s (only the neuron backend falls back to the CPU)"
                % t.device.type if t.device.type in ("cpu", "cuda") else
@@ -361,15 +371,19 @@ def fallback(t):
         return
     ops, counts = fb["ops"], fb["counts"] or {}
     sources = fallback_sources(t, ops) if ops and t.reference_ok else {}
-    listed = ", ".join("%s%s%s" % (o, " x%d" % counts[o] if counts.get(o) else "",
-                                   " (at %s)" % sources[o][0] if sources.get(o) else "")
+    where_ = {o: [p for p, f in t.phases.items() if o in f["ops"]] for o in ops}
+    listed = ", ".join("%s%s [%s]%s" % (o, " x%d" % counts[o] if counts.get(o) else "",
+                                        ", ".join(where_[o]),
+                                        " (at %s)" % sources[o][0] if sources.get(o) else "")
                        for o in ops)
     status = "pass" if not ops else ("fail" if t.opts.get("no_fallback") else "warn")
-    summary = ("%d op(s) fell back to the CPU in eager mode: %s" % (len(ops), listed)) if ops \
-        else "no op fell back to the CPU (%d distinct ops ran on the device)" % len(
-            fb["executed"] or [])
+    ran = ", ".join(t.phases)
+    summary = ("%d op(s) fell back to the CPU: %s (phases tracked: %s)" % (len(ops), listed, ran)
+               ) if ops else "no op fell back to the CPU in %s (%d distinct ops ran on the " \
+        "device)" % (ran, len(fb["executed"] or []))
     add("fallback", status, summary, ops=ops, counts=fb["counts"], executed=fb["executed"],
-        executed_counts=fb["executed_counts"], sources=sources or None)
+        executed_counts=fb["executed_counts"], sources=sources or None,
+        phases={p: {"ops": f["ops"], "counts": f["counts"]} for p, f in t.phases.items()})
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -394,12 +408,12 @@ def run_trial(torch, opts, doc):
     if not reference(t) or not eager(t):
         fallback(t)
         return
-    fallback(t)
     compiled = compile_step(t) if opts.get("compile") or shape_list(t) else None
     if shape_list(t):
         shapes_step(t, compiled)
     if opts.get("generate"):
         generate_step(t)
+    fallback(t)  # every phase that ran: forward, backward, steps, compile, shapes, generate
     if opts.get("save_baseline"):
         save_baseline(t, ident, opts["save_baseline"])
     if opts.get("baseline"):

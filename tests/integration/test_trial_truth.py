@@ -140,3 +140,21 @@ def test_a_compile_failure_of_the_models_own_code_says_the_cpu_fails_too(torch_p
     assert c["status"] == "fail" and c["details"]["cpu_aot_eager"]["ok"] is False, c
     assert "no fake impl registered" in c["details"]["cpu_aot_eager"]["error"]
     assert c["fix"].startswith("torch.compile fails on the CPU too (backend='aot_eager'")
+
+
+def test_fallbacks_of_every_phase_are_listed_by_phase(models_python, torch_python):
+    py = need_lib(models_python, "transformers")
+    # a left-padded prompt: generate() makes position ids with cumsum over the attention mask;
+    # the forward itself runs without a fallback
+    _doc, r = trial(py, f"{REAL}:gpt2_padded", "--inference", "--generate", "3")
+    f = r["fallback"]
+    phases = f["details"]["phases"]
+    assert phases["forward"]["ops"] == [] and "aten::cumsum" in phases["generate"]["ops"], f
+    assert f["status"] == "warn" and "aten::cumsum" in f["details"]["ops"]
+    assert "aten::cumsum x1 [generate]" in f["summary"]
+    assert "phases tracked: forward, generate" in f["summary"]
+    # forward, backward, steps and compile of a model with cumsum (compile fails on neuron)
+    _doc, r = trial(torch_python, f"{USER}:cumulative", "--steps", "1", "--compile")
+    phases = r["fallback"]["details"]["phases"]
+    assert {"forward", "backward", "steps", "compile"} <= set(phases), phases
+    assert "aten::cumsum" in phases["forward"]["ops"] and "aten::cumsum" in phases["steps"]["ops"]
