@@ -5,7 +5,7 @@ import contextlib
 import traceback
 
 from _shared import step
-from _trial_common import add, short, tb_text, user_frames, where
+from _trial_common import add, cause_of, short, tb_text, user_frame, user_frames, where
 from _trial_compare import compare_low, compare_one, flatten, host
 from _trial_device import tracked
 
@@ -191,14 +191,19 @@ def generate_step(t):
     try:
         ref = decode(t.prepared(t.initial).float().eval(), t.float_inputs())
     except Exception as e:
-        add("generate", "fail", "generate() fails on the CPU: %s" % short(e), error=tb_text(e))
+        at = user_frame(e)
+        add("generate", "fail", "generate() fails on the CPU: %s%s" % (
+            cause_of(e), "; at %s" % at if at else ""), error=tb_text(e), root_cause=cause_of(e),
+            user_frame=at, side="cpu")
         return
     try:
         with tracked(t, "generate"):
             got = decode(t.to_device(t.initial).eval(), t.device_inputs())
     except Exception as e:
-        add("generate", "fail", "generate() on %s CRASHED (the CPU ran): %s" % (
-            t.device, short(e)), error=tb_text(e), crashed=True)
+        at = user_frame(e)
+        add("generate", "fail", "generate() on %s CRASHED (the CPU ran it): %s%s" % (
+            t.device, cause_of(e), "; at %s" % at if at else ""), error=tb_text(e),
+            crashed=True, root_cause=cause_of(e), user_frame=at, side="device")
         return
     prompt = ref.shape[-1] - n
     a = ref[..., prompt:]

@@ -119,10 +119,22 @@ def fix(name: str, status: str, data: dict, opts) -> str | None:
         "shapes": _shapes_fix(data),
         "baseline": "the device disagrees with the environment used today: compare per tensor "
                     "(details.mismatches)",
-        "generate": "the device picks other tokens than the CPU: run without --generate to "
-                    "see which tensors differ (trial.eager, first diverging module)",
+        "generate": _generate_fix(data),
         "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
     }.get(name)
+
+
+def _generate_fix(data: dict) -> str:
+    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
+    if data.get("side") == "device":
+        return (f"generate() crashed on the device, not in the tokens it picked: "
+                f"{data.get('root_cause')}{at}; the CPU ran the same decode (details.error: the "
+                "innermost frames and the model's)")
+    if data.get("side") == "cpu":
+        return (f"generate() fails on the CPU too: {data.get('root_cause')}{at}; fix the model "
+                "or its generation config first")
+    return ("the device picks other tokens than the CPU: run without --generate to see which "
+            "tensors differ (trial.eager, first diverging module)")
 
 
 def _shapes_fix(data: dict) -> str:

@@ -158,3 +158,15 @@ def test_fallbacks_of_every_phase_are_listed_by_phase(models_python, torch_pytho
     phases = r["fallback"]["details"]["phases"]
     assert {"forward", "backward", "steps", "compile"} <= set(phases), phases
     assert "aten::cumsum" in phases["forward"]["ops"] and "aten::cumsum" in phases["steps"]["ops"]
+
+
+def test_a_generate_crash_names_its_root_cause_not_the_tokens(models_python):
+    py = need_lib(models_python, "transformers")
+    _doc, r = trial(py, f"{REAL}:gpt2_decode_crash", "--inference", "--generate", "3")
+    g = r["generate"]
+    assert r["eager"]["status"] == "pass" and g["status"] == "fail", g
+    assert g["details"]["root_cause"] == "RuntimeError: planted: this kernel has no single-token "\
+        "path" and "real_models.py:" in g["details"]["user_frame"]
+    assert "crashed on the device, not in the tokens it picked" in g["fix"]
+    assert "planted: this kernel has no single-token path" in g["fix"]
+    assert "picks other tokens" not in g["fix"]
