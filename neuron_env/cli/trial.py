@@ -110,6 +110,11 @@ def trial(
         started = start(python, opts)  # the target imports torch while we import the rest
         from neuron_env.commands.trial import trial as run_trial
 
-        return run_trial(started, opts, live)
+        price = None
+        if price_per_hour is not None or aws or instance_type:  # one process's cost
+            from neuron_env.cost.prices import choose
+
+            price = choose(price_per_hour, instance_type, region, aws)
+        return run_trial(started, opts, live, price)
 
     emit(produce, format.value, "neuron-env.trial/1", verbose=verbose)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from neuron_env.commands import TOOL
+from neuron_env.cost.prices import Price
 from neuron_env.probes.interpreter import resolve_target
 from neuron_env.report.model import Report, exit_code
 from neuron_env.trial import runner, views
@@ -19,14 +20,24 @@ def start(python: str | None, opts: TrialOptions) -> tuple[str, str, proc.Runnin
     return path, by, runner.start(path, opts)
 
 
-def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None) -> Report:
+def trial(started: tuple[str, str, proc.Running], opts: TrialOptions, live=None,
+          price: Price | None = None) -> Report:
+    """price: `--price-per-hour`/`--aws`/`--instance-type` gave one: trial.cost is added."""
     path, by, running = started
     tr = runner.finish(running, path, opts, live)
+    info = dict(tr.info)
+    batch = info.pop("batch_size", None)
+    results = tr.results
+    if price is not None:
+        from neuron_env.trial.cost import cost
+
+        results = (*results, cost(results, info.get("timing"), batch, price, tr.emulated,
+                                  opts.device))
     target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
               "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
-              "emulated": tr.emulated, **tr.info}
-    return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=tr.results,
-                  exit_code=exit_code(tr.results),
+              "emulated": tr.emulated, **info}
+    return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=results,
+                  exit_code=exit_code(results),
                   extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
                   view=views.render_text, markdown=views.render_markdown)
 

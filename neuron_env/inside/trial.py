@@ -401,6 +401,7 @@ def run_trial(torch, opts, doc):
     step("model")
     model, inputs, loss_fn = load_model(torch, opts["model"], opts.get("seed", 0))
     t = Trial(torch, opts, device, model, inputs, loss_fn)
+    doc["batch_size"] = t.batch_size()  # what the cost's samples/s counts
     choose_mode(t)
     float64_report(t)
     if opts.get("baseline") and not os.path.isfile(opts["baseline"]):

@@ -170,3 +170,20 @@ def test_a_generate_crash_names_its_root_cause_not_the_tokens(models_python):
     assert "crashed on the device, not in the tokens it picked" in g["fix"]
     assert "planted: this kernel has no single-token path" in g["fix"]
     assert "picks other tokens" not in g["fix"]
+
+
+def test_one_process_cost_is_the_steady_state_priced(torch_python):
+    doc, r = trial(torch_python, "builtin:mlp", "--price-per-hour", "21.5", "--compile")
+    c = r["cost"]
+    assert c["status"] == "pass" and c["details"]["processes"] == 1, c
+    thr, this = c["details"]["throughput"], c["details"]["this"]
+    timing = doc["target"]["timing"]
+    # by hand: the faster matching mode's median step, builtin:mlp's batch of 32
+    mode = min(("eager", "compiled"), key=lambda m: timing[m]["median_s"])
+    assert thr["mode"] == mode and thr["batch"] == 32
+    sps = 32 / timing[mode]["median_s"]
+    assert abs(this["samples_per_s"] - sps) < 1e-9 * sps
+    assert abs(this["usd_per_1000_samples"] - 21.5 / (sps * 3600) * 1000) < 1e-12
+    assert "per 1,000 samples" in c["summary"] and "REHEARSAL" in c["summary"]
+    p = trial(torch_python, "builtin:mlp", "--price-per-hour", "21.5", fmt="text")
+    assert "Cost (REHEARSAL" in p.stdout and "neuron x1, eager, batch 32" in p.stdout
