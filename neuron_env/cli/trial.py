@@ -111,7 +111,7 @@ def trial(
         from neuron_env.commands.trial import trial as run_trial
 
         price = None
-        if price_per_hour is not None or aws or instance_type:  # one process's cost
+        if price_per_hour is not None or aws or instance_type or region:  # one process's cost
             from neuron_env.cost.prices import choose
 
             price = choose(price_per_hour, instance_type, region, aws)
