@@ -50,10 +50,11 @@ def trial(
     dtype: Dtype = typer.Option(Dtype.float32, "--dtype", help="The dtype on the device."),
     autocast: bool = typer.Option(False, "--autocast", help="Run under autocast(bfloat16)."),
     rtol: float = typer.Option(None, "--rtol", callback=tolerance,
-                               help="Relative tolerance (default per dtype)."),
+                               help="Relative tolerance: an element passes when "
+                               "|a-b| <= atol + rtol*|b|, as torch.allclose (default per dtype)."),
     atol: float = typer.Option(None, "--atol", callback=tolerance,
-                               help="Absolute tolerance, relative to each "
-                               "tensor's largest reference magnitude (default per dtype)."),
+                               help="Absolute tolerance, in the tensor's units (not scaled): "
+                               "|a-b| <= atol + rtol*|b| (default per dtype)."),
     steps: int = typer.Option(0, "--steps", callback=count,
                               help="Also N SGD steps; parameter drift compared."),
     lr: float = typer.Option(0.01, "--lr", callback=learning_rate,
@@ -98,16 +99,16 @@ def trial(
                                 help="With --world-size: the verdict of a run launched with "
                                      "--print-launch's commands, from its RUN_DIR."),
     price_per_hour: float = typer.Option(None, "--price-per-hour", callback=price, metavar="USD",
-                                         help="With --world-size: the instance's hourly "
-                                              "price, for the cost."),
+                                         help="The instance's hourly price, for the cost "
+                                              "($/1,000 samples; one process or --world-size)."),
     instance_type: str = typer.Option(None, "--instance-type", metavar="TYPE",
-                                      help="With --world-size: the instance type whose "
-                                           "price the cost uses (default: this host's)."),
+                                      help="The instance type whose price the cost uses "
+                                           "(default: this host's)."),
     region: str = typer.Option(None, "--region", metavar="REGION",
-                               help="With --world-size: the price's region "
+                               help="The price's region "
                                     "(default: environment, IMDS, us-east-1)."),
-    aws: bool = typer.Option(False, "--aws", help="With --world-size: the price from the AWS "
-                             "Pricing API (boto3)."),
+    aws: bool = typer.Option(False, "--aws", help="The price from the AWS Pricing API "
+                             "(boto3)."),
     format: TrialFmt = typer.Option(TrialFmt.text, "--format"),
     report: list[str] = typer.Option(None, "--report", metavar="FORMAT:PATH",
                                      callback=report_outputs,
@@ -160,6 +161,11 @@ def trial(
         started = start(python, opts)  # the target imports torch while we import the rest
         from neuron_env.commands.trial import trial as run_trial
 
-        return run_trial(started, opts, live)
+        price = None
+        if price_per_hour is not None or aws or instance_type or region:  # one process's cost
+            from neuron_env.cost.prices import choose
+
+            price = choose(price_per_hour, instance_type, region, aws)
+        return run_trial(started, opts, live, price)
 
     emit(produce, format.value, "neuron-env.trial/1", verbose=verbose, reports=reports)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from neuron_env.commands import TOOL
+from neuron_env.cost.prices import Price
 from neuron_env.probes.interpreter import resolve_target
 from neuron_env.report.model import Report, exit_code
 from neuron_env.trial import runner, views
@@ -38,7 +39,10 @@ def start(python: str | None, opts: TrialOptions) -> Started:
         raise
 
 
-def trial(started: Started, opts: TrialOptions, live=None) -> Report:
+def trial(started: Started, opts: TrialOptions, live=None,
+          price: Price | None = None) -> Report:
+    """price: `--price-per-hour`/`--aws`/`--instance-type`/`--region` gave one: trial.cost is
+    added (one process's steady state)."""
     path, by, running, pending = started
     try:
         tr = runner.finish(running, path, opts, live)
@@ -52,11 +56,19 @@ def trial(started: Started, opts: TrialOptions, live=None) -> Report:
             pending.commit()
         else:
             pending.discard()
+    info = dict(tr.info)
+    batch = info.pop("batch_size", None)
+    results = tr.results
+    if price is not None:
+        from neuron_env.trial.cost import cost
+
+        results = (*results, cost(results, info.get("timing"), batch, price, tr.emulated,
+                                  opts.device))
     target = {"interpreter": {"path": path, "chosen_by": by}, "model": opts.model,
               "device": opts.device, "dtype": opts.dtype, "autocast": opts.autocast,
-              "emulated": tr.emulated, **tr.info}
-    return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=tr.results,
-                  exit_code=exit_code(tr.results),
+              "emulated": tr.emulated, **info}
+    return Report(schema=SCHEMA, tool=TOOL, matrix=None, target=target, results=results,
+                  exit_code=exit_code(results),
                   extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
                   view=views.render_text, markdown=views.render_markdown)
 

@@ -1,6 +1,7 @@
 # Part of the trial script (inside/trial.py), run INSIDE the target interpreter: stdlib only.
 # The results list every step appends to, the bad-input exception, and error text.
 import os
+import re
 import traceback
 
 RESULTS: list = []  # of result dicts
@@ -18,8 +19,37 @@ def add(name, status, summary, **data):
 
 
 def short(e):
-    text = str(e).strip().splitlines()
-    return "%s: %s" % (type(e).__name__, text[0][:400] if text else "")
+    """Type: first line of the message; a first line that ends with ':' ("backend='neuron'
+    raised:") is joined with the next one, which holds what it announces."""
+    text = [x.strip() for x in str(e).strip().splitlines() if x.strip()]
+    line = text[0] if text else ""
+    if line.endswith(":") and len(text) > 1:
+        line = "%s %s" % (line, text[1])
+    return "%s: %s" % (type(e).__name__, line[:400])
+
+
+# torch's wrappers fold the real error into their message: "... got RuntimeError('expand: ...')"
+_GOT = re.compile(r": got (\w+)\((['\"])(.+?)\2\)")
+# wrapper messages that say that something failed, not what
+_WRAPPERS = ("when making fake tensor call", "backend='", "while executing", "Dynamo failed")
+
+
+def cause_of(e):
+    """The real error under torch's wrappers, as 'Type: message': the innermost exception of the
+    __cause__/__context__ chain whose message says something, else the `got Error('...')` a
+    wrapper folds into its message, else the message's first line (joined as short() does)."""
+    chain, x = [], e
+    while x is not None and all(x is not c for c in chain):
+        chain.append(x)
+        x = x.__cause__ or (None if x.__suppress_context__ else x.__context__)
+    for x in reversed(chain):
+        text = str(x).strip()
+        got = _GOT.search(text)
+        if got:
+            return "%s: %s" % (got.group(1), got.group(3)[:400])
+        if text and not any(w in text.splitlines()[0] for w in _WRAPPERS):
+            return short(x)
+    return short(e)
 
 
 def root_cause(e):

@@ -56,8 +56,10 @@ def _base(got, want):
 
 
 def compare_one(torch, got, want, rtol, atol):
-    """Element-wise as torch.allclose. max_rel_error is |a-b|/|b| where |b| >= atol/rtol (where
-    the relative term dominates), so a value near zero does not blow it up; `excess` is the
+    """Element-wise as torch.allclose (atol absolute). max_rel_error is |a-b|/|b| over the
+    elements where |b| >= atol/rtol (where the relative term dominates the allowance), so a
+    value near zero does not blow it up; with rtol 0 (no relative term) over every element
+    with b != 0. `excess` is the
     largest |a-b| / (atol + rtol*|b|): at most 1 passes. NaN/Inf where the reference is finite
     count as mismatches (and apart, in `nonfinite`)."""
     early = _base(got, want)
@@ -69,7 +71,8 @@ def compare_one(torch, got, want, rtol, atol):
     bad = ((diff > allow) & both) | nonfinite_got
     d, a, w = diff[both], allow[both], want.abs()[both]
     nonfinite = int(nonfinite_got.sum())
-    rel_mask = w >= (atol / rtol if rtol > 0 else float("inf"))
+    rel_mask = (w >= atol / rtol) if rtol > 0 else (w > 0)
+    rel_mask &= w > 0
     excess = 1e30 if nonfinite else (float((d / a.clamp_min(1e-38)).max()) if d.numel() else 0.0)
     return {"ok": int(bad.sum()) == 0, "max_abs_error": float(d.max()) if d.numel() else 0.0,
             "max_rel_error": float((d[rel_mask] / w[rel_mask]).max())

@@ -8,8 +8,8 @@ from _shared import step, sync
 from _trial_common import (
     Usage,
     add,
+    cause_of,
     is_library,
-    root_cause,
     short,
     tb_text,
     user_frame,
@@ -22,13 +22,14 @@ from _trial_device import (
     device_module,
     peak_bytes,
     read_tracking,
+    record_phase,
     reset_peak,
     stats,
     timed,
+    tracked,
 )
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
-_GOT = re.compile(r": got (\w+)\(['\"](.+?)['\"]\)")
 
 
 def compile_backend(t):
@@ -108,37 +109,54 @@ def _dynamo_where(e, msg):
     return user_frame(e)
 
 
-def _cause(e, msg):
-    """The real error under torch's wrappers: the chained root cause, or the `got Error('...')`
-    dynamo folds into its message, or the message's first line."""
-    root = root_cause(e)
-    if root is not e:
-        return short(root)
-    m = _GOT.search(msg)
-    if m:
-        return "%s: %s" % (m.group(1), m.group(2)[:400])
-    return short(e)
+def cpu_compile_check(t):
+    """Checked, not claimed: does torch.compile(backend="aot_eager") compile and run a float32
+    CPU copy of the model (forward, loss and backward as the trial runs them)? A fix line may
+    then say whether the failure is the device's or the model's."""
+    import contextlib
+
+    import torch._dynamo
+    torch = t.torch
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(t.prepared(t.initial).float(), backend="aot_eager",
+                                 dynamic=False)
+        t.run(compiled, t.float_inputs(), ctx=contextlib.nullcontext)
+    except Usage:
+        raise
+    except Exception as e:
+        return {"backend": "aot_eager", "device": "cpu", "ok": False, "error": cause_of(e),
+                "user_frame": _dynamo_where(e, str(e))}
+    finally:
+        torch._dynamo.reset()
+    return {"backend": "aot_eager", "device": "cpu", "ok": True}
 
 
 def compile_failure(t, backend, e):
-    """Say the root cause (torch wraps it: 'RuntimeError when making fake tensor call') and the
-    user's line; aot_eager is offered only when the backend compiler (not tracing) failed."""
+    """Say the root cause (torch wraps it: 'RuntimeError when making fake tensor call'), the
+    user's line, and what torch.compile(backend="aot_eager") does with a CPU copy (tried
+    here, so that the fix line can say whether any backend fails the same)."""
     msg = str(e)
-    cause = _cause(e, msg)
+    cause = cause_of(e)
     ops = sorted(set(re.findall(r"aten::\w+", msg)))
     breaks = graph_breaks()
     at = _dynamo_where(e, msg)
     what = ("unsupported op %s" % ops[0]) if ops else (
         "graph break: %s" % next(iter(breaks)).splitlines()[0] if breaks else cause)
     backend_failed = type(e).__name__ == "BackendCompilerFailed"
-    add("compile", "fail", "torch.compile(backend=%r, dynamic=False) failed %s: %s%s%s" % (
+    same_run = t.device.type == "cpu" and backend == "aot_eager"
+    check = {"backend": "aot_eager", "device": "cpu", "ok": False, "error": cause,
+             "user_frame": at, "same_run": True} if same_run else cpu_compile_check(t)
+    said = ("" if same_run else "; torch.compile(backend='aot_eager') on a float32 CPU copy: %s"
+            % ("compiles and runs" if check["ok"] else "fails too (%s)" % check["error"]))
+    add("compile", "fail", "torch.compile(backend=%r, dynamic=False) failed %s: %s%s%s%s" % (
         backend, "in the backend compiler" if backend_failed else
         "while tracing the model (before any backend)", what,
-        "" if what == cause else "; root cause %s" % cause, "; at %s" % at if at else ""),
+        "" if what == cause else "; root cause %s" % cause, "; at %s" % at if at else "", said),
         backend=backend, ops=ops, graph_breaks=breaks, error=short(e), root_cause=cause,
         user_frame=at, phase="backend" if backend_failed else "tracing",
         aot_eager_helps=backend_failed and backend not in ("aot_eager", "eager"),
-        traceback=tb_text(e))
+        cpu_aot_eager=check, traceback=tb_text(e))
 
 
 def compile_step(t):
@@ -170,6 +188,7 @@ def compile_step(t):
     except Usage:
         raise
     except Exception as e:
+        record_phase(t, "compile", read_tracking(t))
         compile_failure(t, backend, e)
         return None
     t.timing["compiled"] = stats(first, times)
@@ -182,6 +201,7 @@ def report_compiled(t, backend, got, metrics):
     cmp = t.compare(got, t.ref, t.low)
     breaks = graph_breaks()
     fb = read_tracking(t)
+    record_phase(t, "compile", fb)
     c, e = t.timing["compiled"], t.timing.get("eager") or {}
     speed = (e["median_s"] / c["median_s"]) if e.get("median_s") and c["median_s"] else None
     fell = (fb or {}).get("ops") or []
@@ -268,7 +288,8 @@ def one_shape(t, model, shape, gen, compiled):
     except Usage:
         raise
     except Exception as e:
-        row["error"] = short(e)
+        at = _dynamo_where(e, str(e))
+        row["error"] = cause_of(e) + ("; at %s" % at if at else "")
     return row
 
 
@@ -278,7 +299,8 @@ def shapes_step(t, compiled):
     gen = t.torch.Generator().manual_seed(t.opts.get("seed", 0) + 1)
     if compiled is None:  # compile failed: the sweep still tells which shapes run, in eager
         model = t.to_device(t.initial)
-        rows = [one_shape(t, model, s, gen, False) for s in shapes]
+        with tracked(t, "shapes"):
+            rows = [one_shape(t, model, s, gen, False) for s in shapes]
         failed = [r for r in rows if "error" in r]
         summary = ("%d shapes ran in EAGER mode because torch.compile failed (see "
                    "trial.compile): %s; compilations not measured" % (
@@ -288,7 +310,8 @@ def shapes_step(t, compiled):
         add("shapes", "fail" if failed else "warn", summary, rows=rows, mode="eager",
             eager_summary=summary, base_shape=list(first_input(t.inputs).shape))
         return
-    rows = [one_shape(t, compiled, s, gen, True) for s in shapes]
+    with tracked(t, "shapes"):
+        rows = [one_shape(t, compiled, s, gen, True) for s in shapes]
     m = dynamo_metrics(t)
     add("shapes", "fail" if any("error" in r for r in rows) else "pass",
         "%d shapes: %d compilation(s)" % (len(rows), sum(r.get("compilations", 0) for r in rows)),

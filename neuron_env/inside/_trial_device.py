@@ -1,5 +1,6 @@
 # Part of the trial script (inside/trial.py), run INSIDE the target interpreter: stdlib +
 # torch (passed in). The device: opening it, its identity, op tracking, memory and timing.
+import contextlib
 import statistics
 import sys
 import time
@@ -125,6 +126,48 @@ def read_tracking(t):
     return {"ops": ops, "executed": sorted(executed) if executed is not None else None,
             "counts": {o: counts.get(o) for o in ops} if counts is not None else None,
             "executed_counts": counts}
+
+
+@contextlib.contextmanager
+def tracked(t, phase):
+    """Op tracking around one phase of the trial (forward, backward, steps, compile, shapes,
+    generate): cleared before, read after (after a crash too), kept in t.phases[phase]."""
+    if t.api is None:
+        yield
+        return
+    clear_tracking(t.api)
+    try:
+        yield
+    finally:
+        record_phase(t, phase, read_tracking(t))
+
+
+def record_phase(t, phase, fb):
+    if fb is not None:
+        t.phases[phase] = fb
+
+
+def all_phases(phases):
+    """The phases' tracking merged: every op that fell back in any phase (in order of first
+    appearance), counts summed, ops executed on the device united; None without tracking."""
+    if not phases:
+        return None
+    ops, counts, executed, executed_counts = [], {}, set(), {}
+    for fb in phases.values():
+        for o in fb["ops"]:
+            if o not in ops:
+                ops.append(o)
+        for o, n in (fb.get("counts") or {}).items():
+            if n is not None:
+                counts[o] = counts.get(o, 0) + n
+        executed |= set(fb.get("executed") or ())
+        for o, n in (fb.get("executed_counts") or {}).items():
+            executed_counts[o] = executed_counts.get(o, 0) + n
+    known = any(fb.get("counts") is not None for fb in phases.values())
+    return {"ops": ops, "counts": {o: counts.get(o) for o in ops} if known else None,
+            "executed": sorted(executed) if any(fb.get("executed") is not None
+                                                for fb in phases.values()) else None,
+            "executed_counts": executed_counts or None}
 
 
 def size(n):

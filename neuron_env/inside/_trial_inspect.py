@@ -5,52 +5,130 @@ import contextlib
 import traceback
 
 from _shared import step
-from _trial_common import add, short, tb_text, user_frames, where
+from _trial_common import add, cause_of, short, tb_text, user_frame, user_frames, where
 from _trial_compare import compare_low, compare_one, flatten, host
+from _trial_device import tracked
 
 
-def module_outputs(t, model, inputs, ctx):
-    """[(qualified name, first floating output on the host)] in execution order."""
-    torch, seen, hooks = t.torch, [], []
+def module_outputs(torch, model, inputs, ctx=contextlib.nullcontext, seed=None):
+    """(the model's floating outputs, [(qualified name, first floating input, first floating
+    output)] in the order the modules finish), all copied to the host, of one forward without
+    grad (under manual_seed(seed) when given); an input is None when it holds no float."""
+    seen, hooks = [], []
+
+    def first_float(x):
+        return next((v for _, v in flatten(x) if v.is_floating_point()), None)
 
     def hook(name):
-        def fn(_mod, _inp, out):
-            first = next((x for _, x in flatten(out) if x.is_floating_point()), None)
-            if first is not None:
-                seen.append((name, host(first)))
+        def fn(_mod, args, kwargs, result):
+            y = first_float(result)
+            if y is not None:
+                x = first_float((args, kwargs))
+                seen.append((name, None if x is None else host(x).clone(), host(y).clone()))
         return fn
     for name, m in model.named_modules():
         if name:
-            hooks.append(m.register_forward_hook(hook(name)))
+            hooks.append(m.register_forward_hook(hook(name), with_kwargs=True))
+    if seed is not None:
+        torch.manual_seed(seed)
     try:
         with ctx(), torch.no_grad():
-            model(*inputs[0], **inputs[1])
+            out = [host(x) for _, x in flatten(model(*inputs[0], **inputs[1]))
+                   if x.is_floating_point()]
     finally:
         for h in hooks:
             h.remove()
-    return seen
+    return out, seen
+
+
+def random_modules(torch, model, inputs, seed):
+    """What draws random numbers when the model runs, found by running it: the model (a float32
+    CPU copy) runs twice under two seeds with forward hooks on every module. [] when both runs
+    agree; else the modules whose output differs although their input did not (the innermost
+    ones: a dropout, not the layer holding it), or one note when the output differs but no
+    single module shows it. Attribute names (a config's `mask_time_prob`) say nothing: only
+    what runs counts."""
+    (out1, seen1), (out2, seen2) = (module_outputs(torch, model, inputs, seed=s)
+                                    for s in (seed + 101, seed + 202))
+
+    def same(a, b):
+        return a is not None and b is not None and a.shape == b.shape and bool(torch.equal(a, b))
+    if len(out1) == len(out2) and all(same(a, b) for a, b in zip(out1, out2, strict=True)):
+        return []
+    flagged = [n1 for (n1, x1, y1), (n2, x2, y2) in zip(seen1, seen2, strict=False)
+               if n1 == n2 and ((x1 is None and x2 is None) or same(x1, x2))
+               and not same(y1, y2)]
+    names = list(dict.fromkeys(flagged))
+    inner = [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+    return inner or ["(the output changes with the random seed)"]
+
+
+def merged_order(ref, dev):
+    """[(name, side)] of both runs in execution order, side "both", "device" (ran on the
+    device path only: a branch on x.device.type) or "cpu" (ran on the CPU only)."""
+    in_ref, in_dev = {n for n, _, _ in ref}, {n for n, _, _ in dev}
+    out, i, j = [], 0, 0
+    while i < len(ref) or j < len(dev):
+        r = ref[i][0] if i < len(ref) else None
+        d = dev[j][0] if j < len(dev) else None
+        if r is not None and r not in in_dev:
+            out.append((r, "cpu"))
+            i += 1
+        elif d is not None and d not in in_ref:
+            out.append((d, "device"))
+            j += 1
+        else:
+            if d is not None:
+                out.append((d, "both"))
+                j += 1
+            if r is not None and r == d:
+                i += 1
+            elif r is not None and d is None:
+                out.append((r, "both"))
+                i += 1
+    return list(dict.fromkeys(out))
+
+
+def changes_numbers(torch, x, y):
+    """A module that ran on one side only changes the numbers unless its output equals its
+    input (an identity, a view, a dtype no-op)."""
+    return x is None or tuple(x.shape) != tuple(y.shape) or not bool(torch.equal(x, y))
 
 
 def first_divergence(t):
-    """The first module (in execution order) whose forward output leaves tolerance: where the
-    device's results start to differ from the CPU's."""
+    """The first module (in execution order) whose forward output leaves tolerance, or that
+    runs on one side only and changes the numbers: where the device's results start to differ
+    from the CPU's."""
     torch = t.torch
     try:
-        ref = module_outputs(t, t.prepared(t.initial).float(), t.float_inputs(),
-                             contextlib.nullcontext)
-        dev = module_outputs(t, t.to_device(t.initial), t.device_inputs(), t.ctx)
+        _, ref = module_outputs(torch, t.prepared(t.initial).float(), t.float_inputs())
+        _, dev = module_outputs(torch, t.to_device(t.initial), t.device_inputs(), t.ctx)
         low = None
         if t.low_precision:
             cpu = torch.device("cpu")
-            low = dict(module_outputs(t, t.to_device(t.initial, cpu), t.device_inputs(
-                device=cpu), lambda: t.ctx(cpu)))
+            low = {n: y for n, _, y in module_outputs(
+                torch, t.to_device(t.initial, cpu), t.device_inputs(device=cpu),
+                lambda: t.ctx(cpu))[1]}
     except Exception as e:
         return {"module": None, "why": "the per-module run failed: %s" % short(e)}
-    devd = dict(dev)
-    for i, (name, want) in enumerate(ref):
-        got = devd.get(name)
-        if got is None:
+    refd = {n: (x, y) for n, x, y in ref}
+    devd = {n: (x, y) for n, x, y in dev}
+    types = {n: type(m).__name__ for n, m in t.initial.named_modules()}
+    order = merged_order(ref, dev)
+    for i, (name, side) in enumerate(order):
+        if side != "both":
+            x, y = (devd if side == "device" else refd)[name]
+            if changes_numbers(torch, x, y):
+                delta = float((y - x).abs().max()) if x is not None and \
+                    tuple(x.shape) == tuple(y.shape) else None
+                why = ("runs on the %s only (a branch on the device type) and changes its "
+                       "input%s" % ("device path" if side == "device" else "CPU",
+                                    " by up to %.3g" % delta if delta is not None else ""))
+                return {"module": name, "module_type": types.get(name), "order": i,
+                        "modules": len(order), "why": why, "side": side,
+                        "max_abs_change": delta}
             continue
+        want, got = refd[name][1], devd[name][1]
         c = (compare_low(torch, got, want, low.get(name), None, None) if low is not None
              else compare_one(torch, got, want, t.rtol, t.atol))
         if not c["ok"]:
@@ -60,8 +138,8 @@ def first_divergence(t):
                     c.get("mismatched"), c.get("elements"), c.get("max_abs_error", 0)))
             if c.get("shape"):
                 why = "shape %s vs %s" % tuple(c["shape"])
-            return {"module": name, "module_type": type(dict(t.initial.named_modules())[name])
-                    .__name__, "order": i, "modules": len(ref), "why": why,
+            return {"module": name, "module_type": types.get(name), "order": i,
+                    "modules": len(order), "why": why, "side": "both",
                     **{k: v for k, v in c.items() if k != "excess"}}
     return None
 
@@ -113,13 +191,19 @@ def generate_step(t):
     try:
         ref = decode(t.prepared(t.initial).float().eval(), t.float_inputs())
     except Exception as e:
-        add("generate", "fail", "generate() fails on the CPU: %s" % short(e), error=tb_text(e))
+        at = user_frame(e)
+        add("generate", "fail", "generate() fails on the CPU: %s%s" % (
+            cause_of(e), "; at %s" % at if at else ""), error=tb_text(e), root_cause=cause_of(e),
+            user_frame=at, side="cpu")
         return
     try:
-        got = decode(t.to_device(t.initial).eval(), t.device_inputs())
+        with tracked(t, "generate"):
+            got = decode(t.to_device(t.initial).eval(), t.device_inputs())
     except Exception as e:
-        add("generate", "fail", "generate() on %s CRASHED (the CPU ran): %s" % (
-            t.device, short(e)), error=tb_text(e), crashed=True)
+        at = user_frame(e)
+        add("generate", "fail", "generate() on %s CRASHED (the CPU ran it): %s%s" % (
+            t.device, cause_of(e), "; at %s" % at if at else ""), error=tb_text(e),
+            crashed=True, root_cause=cause_of(e), user_frame=at, side="device")
         return
     prompt = ref.shape[-1] - n
     a = ref[..., prompt:]

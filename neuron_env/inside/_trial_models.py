@@ -2,6 +2,7 @@
 # torch. The MODEL: built-in workloads, importing the user's callable, checking its protocol.
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -11,7 +12,36 @@ from _trial_common import Usage, root_cause, short, tb_text
 PROTOCOL = ("MODEL must name a callable that takes no arguments and returns (model, "
             "example_inputs) or (model, example_inputs, loss_fn): model a torch.nn.Module, "
             "example_inputs a tuple of tensors (model(*inputs)) or a dict of keyword inputs "
-            "(model(**inputs), as a tokenizer gives), loss_fn(output) -> scalar tensor")
+            "(model(**inputs), as a tokenizer gives), loss_fn(output) or "
+            "loss_fn(output, batch_slice) -> scalar tensor")
+LOSS_SIGNATURES = ("loss_fn(output) -> scalar tensor, or loss_fn(output, batch_slice) -> scalar "
+                   "tensor, where batch_slice is the slice of dimension 0 of the inputs this "
+                   "process runs (the whole batch in one process, the rank's shard under "
+                   "--world-size)")
+
+
+def loss_arity(fn, spec="MODEL"):
+    """1 (loss_fn(output)) or 2 (loss_fn(output, batch_slice)): how many positional arguments
+    the user's loss_fn takes. Any other signature is bad input, said before anything runs."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 1  # a builtin or C callable without a signature: called as loss_fn(output)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    kw_required = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if len(required) in (1, 2) and not kw_required:
+        return len(required)
+    if not required and (positional or varargs) and not kw_required:
+        return 1
+    got = "(%s)" % ", ".join(str(p) for p in params)
+    raise Usage("MODEL %r returned a loss_fn%s that takes %s: trial calls %s" % (
+        spec, got, "no argument" if not positional and not varargs else
+        "keyword-only argument(s) %s" % ", ".join(kw_required) if kw_required else
+        "%d required arguments" % len(required), LOSS_SIGNATURES),
+        "give the loss_fn one parameter (the model's output), or two (output, batch_slice) "
+        "and index its targets with the slice")
 
 
 # -- built-in workloads ---------------------------------------------------------------------------
@@ -86,6 +116,9 @@ def import_callable(spec):
             sys.path.insert(0, os.path.dirname(path))
             s = importlib.util.spec_from_file_location("neuron_env_trial_model", path)
             mod = importlib.util.module_from_spec(s)
+            # registered before it runs, as an import would: torch.compile resolves a
+            # torch.library op or a dataclass of the file through sys.modules
+            sys.modules[s.name] = mod
             s.loader.exec_module(mod)
         else:
             sys.path.insert(0, os.getcwd())
@@ -150,6 +183,8 @@ def check_protocol(torch, got, spec):
         raise bad("example_inputs of type %s" % type(inputs).__name__)
     if loss_fn is not None and not callable(loss_fn):
         raise bad("a loss_fn of type %s" % type(loss_fn).__name__)
+    if loss_fn is not None:
+        loss_arity(loss_fn, spec)
     return model, (args, kwargs), loss_fn
 
 

@@ -37,22 +37,20 @@ from _trial_common import RESULTS, Usage, add, short, tb_text, user_frames, wher
 from _trial_compare import TOL, compare_all, flatten, host, verdict
 from _trial_compile import compile_step, shape_list, shapes_step
 from _trial_device import (
-    clear_tracking,
+    all_phases,
     identity,
     memory,
     memory_api,
     open_device,
     peak_bytes,
-    read_tracking,
     reset_peak,
     stats,
     timed,
+    tracked,
     tracking_api,
 )
-from _trial_inspect import fallback_sources, first_divergence, generate_step
-from _trial_models import load_model
-
-STOCHASTIC = ("Dropout", "DropPath", "DropBlock", "StochasticDepth", "RReLU", "GaussianNoise")
+from _trial_inspect import fallback_sources, first_divergence, generate_step, random_modules
+from _trial_models import load_model, loss_arity
 
 
 def finish(doc):
@@ -60,7 +58,22 @@ def finish(doc):
 
 
 # -- running and capturing ------------------------------------------------------------------------
+def own_loss(out):
+    """The model's own loss (a Hugging Face model called with `labels` returns out.loss): a
+    floating-point scalar under the key or attribute `loss`, else None."""
+    import torch
+    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.is_floating_point() and loss.numel() == 1:
+        return loss.reshape(())
+    return None
+
+
 def default_loss(out):
+    """The model's own loss when it returns one, else the mean of squares of every floating
+    output."""
+    own = own_loss(out)
+    if own is not None:
+        return own
     terms = [t.float().square().mean() for _, t in flatten(out) if t.is_floating_point()]
     if not terms:
         raise Usage("the model's output holds no floating-point tensor to take a loss of",
@@ -68,42 +81,11 @@ def default_loss(out):
     return sum(terms)
 
 
-def stochastic_modules(torch, model):
-    """Modules that draw random numbers in train mode (dropout with p > 0, drop-path, ...) and
-    HF configs with a dropout probability: CPU and device RNG streams differ, so they differ."""
-    found = []
-    for name, m in model.named_modules():
-        if not m.training:
-            continue
-        p = getattr(m, "p", getattr(m, "drop_prob", None))
-        if any(s in type(m).__name__ for s in STOCHASTIC) and (
-                not isinstance(p, (int, float)) or p > 0):
-            found.append(name or type(m).__name__)
-    cfg = getattr(model, "config", None)
-    if model.training and cfg is not None:
-        items = cfg.items() if isinstance(cfg, dict) else getattr(cfg, "__dict__", {}).items()
-        for k, v in sorted(items, key=lambda kv: str(kv[0])):
-            k = str(k)
-            if ("dropout" in k or k.endswith("_prob")) and isinstance(v, float) and v > 0:
-                found.append("config.%s=%g" % (k, v))
-    return found
-
-
-def draws_random(torch, model, inputs, seed):
-    """A model in train mode whose output depends on the RNG (found by running it twice)."""
-    outs = []
-    for s in (seed + 101, seed + 202):
-        torch.manual_seed(s)
-        with torch.no_grad():
-            outs.append([x for _, x in flatten(model(*inputs[0], **inputs[1]))
-                         if x.is_floating_point()])
-    return any(a.shape != b.shape or not torch.equal(a, b) for a, b in zip(*outs, strict=False))
-
-
 class Trial:
     def __init__(self, torch, opts, device, model, inputs, loss_fn):
         self.torch, self.opts, self.device = torch, opts, device
         self.initial, self.inputs, self.loss_fn = model, inputs, loss_fn
+        self.loss_args = loss_arity(loss_fn) if loss_fn is not None else 1
         self.dtype_name = opts.get("dtype", "float32")
         self.inference = bool(opts.get("inference"))
         self.low_precision = self.dtype_name != "float32" or bool(opts.get("autocast"))
@@ -116,7 +98,7 @@ class Trial:
         self.mode, self.stochastic = "train" if model.training else "eval", []
         self.mem = memory_api(torch, device)
         self.api, self.counts = tracking_api(torch, device)
-        self.fallback, self.reference_ok = None, False
+        self.phases, self.reference_ok = {}, False  # phase -> op tracking (_trial_device)
 
     def ctx(self, device=None):
         if not self.opts.get("autocast"):
@@ -126,6 +108,13 @@ class Trial:
 
     def run(self, model, inputs, ctx=None, use_default_loss=False):
         """Forward (+ loss + backward unless --inference) of model on inputs."""
+        out, loss = self.forward(model, inputs, ctx, use_default_loss)
+        if loss is not None:
+            loss.backward()
+        return out, loss
+
+    def forward(self, model, inputs, ctx=None, use_default_loss=False):
+        """Forward (+ loss unless --inference) of model on inputs: (output, loss or None)."""
         args, kwargs = inputs
         model.zero_grad(set_to_none=True)
         fn = None if use_default_loss else self.loss_fn
@@ -134,8 +123,12 @@ class Trial:
                 with self.torch.no_grad():
                     return model(*args, **kwargs), None
             out = model(*args, **kwargs)
-            loss = (fn or default_loss)(out)
-        loss.backward()
+            if fn is None:
+                loss = default_loss(out)
+            elif self.loss_args == 2:  # loss_fn(output, batch_slice): the whole batch here
+                loss = fn(out, slice(0, self.batch_size()))
+            else:
+                loss = fn(out)
         return out, loss
 
     def capture(self, model, out, loss):
@@ -199,6 +192,11 @@ class Trial:
         return [x for x in list(args) + list(kwargs.values())
                 if isinstance(x, self.torch.Tensor)]
 
+    def batch_size(self):
+        """Dimension 0 of the first input tensor (what a batch_slice indexes)."""
+        first = next((x for x in self.tensors() if x.dim()), None)
+        return int(first.shape[0]) if first is not None else 1
+
     def input_shapes(self):
         return [list(x.shape) for x in self.tensors()]
 
@@ -212,17 +210,14 @@ def choose_mode(t):
         return
     if not t.initial.training:
         return
-    t.stochastic = stochastic_modules(t.torch, t.initial)
-    if not t.stochastic:
-        probe = copy.deepcopy(t.initial).float()
-        args = tuple(x.float() if x.is_floating_point() else x for x in t.inputs[0])
-        kwargs = {k: v.float() if isinstance(v, t.torch.Tensor) and v.is_floating_point() else v
-                  for k, v in t.inputs[1].items()}
-        try:
-            if draws_random(t.torch, probe, (args, kwargs), t.opts.get("seed", 0)):
-                t.stochastic = ["(the output changes with the random seed)"]
-        except Exception:
-            return  # the reference step reports the model's failure
+    probe = copy.deepcopy(t.initial).float()
+    args = tuple(x.float() if x.is_floating_point() else x for x in t.inputs[0])
+    kwargs = {k: v.float() if isinstance(v, t.torch.Tensor) and v.is_floating_point() else v
+              for k, v in t.inputs[1].items()}
+    try:
+        t.stochastic = random_modules(t.torch, probe, (args, kwargs), t.opts.get("seed", 0))
+    except Exception:
+        return  # the reference step reports the model's failure
     if t.stochastic:
         t.mode = "eval"
 
@@ -309,23 +304,27 @@ def reference(t):
 def eager(t):
     step("eager")
     torch, device = t.torch, t.device
-    clear_tracking(t.api)
     reset_peak(t.mem)
     try:
         model, inputs = t.to_device(t.initial), t.device_inputs()
         t0 = time.perf_counter()
-        out, loss = t.run(model, inputs)
+        with tracked(t, "forward"):
+            out, loss = t.forward(model, inputs)
+        if loss is not None:
+            with tracked(t, "backward"):
+                loss.backward()
         sync(torch, device)
         first = time.perf_counter() - t0
         t.dev_got = t.capture(model, out, loss)
-        t.fallback = read_tracking(t)
-        params = t.train(model, inputs) if t.opts.get("steps") else {}
+        params = {}
+        if t.opts.get("steps"):
+            with tracked(t, "steps"):
+                params = t.train(model, inputs)
         t.dev_params = params
         times = timed(torch, device, lambda: t.run(model, inputs), t.opts.get("iterations", 10))
     except Usage:
         raise
     except Exception as e:
-        t.fallback = read_tracking(t)
         hint = ("a tensor the model or loss_fn closes over stays on the CPU: move it with "
                 "`.to(out.device)` (or register it as a buffer)") if "same device" in str(e) \
             else None
@@ -342,9 +341,11 @@ def eager(t):
     add("eager", "pass" if cmp["ok"] else "fail", "%s on %s vs CPU: %s%s; first call %.4fs, "
         "steady median %.4fs" % ("forward" if t.inference else "forward+backward", device,
                                  verdict(cmp, t.rtol, t.atol),
-                                 "; first module out of tolerance: %s (%s, %s)" % (
+                                 "; %s: %s (%s, %s)" % (
+                                     "first module out of tolerance" if div.get("side") in (
+                                         None, "both") else "first diverging module",
                                      div["module"], div.get("module_type"), div["why"])
-                                 if div else "",
+                                 if div and div.get("module") else "",
                                  first, t.timing["eager"]["median_s"] or first),
         rtol=t.rtol, atol=t.atol, timing=t.timing["eager"], first_divergence=div,
         mode=t.mode, **cmp)
@@ -358,7 +359,7 @@ def eager(t):
 
 def fallback(t):
     step("fallback")
-    fb = t.fallback
+    fb = all_phases(t.phases)
     if fb is None:
         why = ("no op tracking on %s (only the neuron backend falls back to the CPU)"
                % t.device.type if t.device.type in ("cpu", "cuda") else
@@ -370,15 +371,19 @@ def fallback(t):
         return
     ops, counts = fb["ops"], fb["counts"] or {}
     sources = fallback_sources(t, ops) if ops and t.reference_ok else {}
-    listed = ", ".join("%s%s%s" % (o, " x%d" % counts[o] if counts.get(o) else "",
-                                   " (at %s)" % sources[o][0] if sources.get(o) else "")
+    where_ = {o: [p for p, f in t.phases.items() if o in f["ops"]] for o in ops}
+    listed = ", ".join("%s%s [%s]%s" % (o, " x%d" % counts[o] if counts.get(o) else "",
+                                        ", ".join(where_[o]),
+                                        " (at %s)" % sources[o][0] if sources.get(o) else "")
                        for o in ops)
     status = "pass" if not ops else ("fail" if t.opts.get("no_fallback") else "warn")
-    summary = ("%d op(s) fell back to the CPU in eager mode: %s" % (len(ops), listed)) if ops \
-        else "no op fell back to the CPU (%d distinct ops ran on the device)" % len(
-            fb["executed"] or [])
+    ran = ", ".join(t.phases)
+    summary = ("%d op(s) fell back to the CPU: %s (phases tracked: %s)" % (len(ops), listed, ran)
+               ) if ops else "no op fell back to the CPU in %s (%d distinct ops ran on the " \
+        "device)" % (ran, len(fb["executed"] or []))
     add("fallback", status, summary, ops=ops, counts=fb["counts"], executed=fb["executed"],
-        executed_counts=fb["executed_counts"], sources=sources or None)
+        executed_counts=fb["executed_counts"], sources=sources or None,
+        phases={p: {"ops": f["ops"], "counts": f["counts"]} for p, f in t.phases.items()})
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -396,6 +401,7 @@ def run_trial(torch, opts, doc):
     step("model")
     model, inputs, loss_fn = load_model(torch, opts["model"], opts.get("seed", 0))
     t = Trial(torch, opts, device, model, inputs, loss_fn)
+    doc["batch_size"] = t.batch_size()  # what the cost's samples/s counts
     choose_mode(t)
     float64_report(t)
     if opts.get("baseline") and not os.path.isfile(opts["baseline"]):
@@ -403,12 +409,12 @@ def run_trial(torch, opts, doc):
     if not reference(t) or not eager(t):
         fallback(t)
         return
-    fallback(t)
     compiled = compile_step(t) if opts.get("compile") or shape_list(t) else None
     if shape_list(t):
         shapes_step(t, compiled)
     if opts.get("generate"):
         generate_step(t)
+    fallback(t)  # every phase that ran: forward, backward, steps, compile, shapes, generate
     if opts.get("save_baseline"):
         save_baseline(t, ident, opts["save_baseline"])
     if opts.get("baseline"):

@@ -116,15 +116,38 @@ def fix(name: str, status: str, data: dict, opts) -> str | None:
                     "call them) and fail under torch.compile: rewrite them with supported ops "
                     "or keep them out of the compiled region",
         "compile": _compile_fix(data),
-        "shapes": "fix trial.compile first: this sweep ran in eager mode and could not count "
-                  "compilations" if data.get("mode") == "eager" else
-                  "pad or bucket input shapes (details.advice) so that few graphs compile",
+        "shapes": _shapes_fix(data),
         "baseline": "the device disagrees with the environment used today: compare per tensor "
                     "(details.mismatches)",
-        "generate": "the device picks other tokens than the CPU: run without --generate to "
-                    "see which tensors differ (trial.eager, first diverging module)",
+        "generate": _generate_fix(data),
         "dtype": "cast float64 tensors to float32 (model.float()) to run what the device runs",
     }.get(name)
+
+
+def _generate_fix(data: dict) -> str:
+    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
+    if data.get("side") == "device":
+        return (f"generate() crashed on the device, not in the tokens it picked: "
+                f"{data.get('root_cause')}{at}; the CPU ran the same decode (details.error: the "
+                "innermost frames and the model's)")
+    if data.get("side") == "cpu":
+        return (f"generate() fails on the CPU too: {data.get('root_cause')}{at}; fix the model "
+                "or its generation config first")
+    return ("the device picks other tokens than the CPU: run without --generate to see which "
+            "tensors differ (trial.eager, first diverging module)")
+
+
+def _shapes_fix(data: dict) -> str:
+    failed = [r for r in data.get("rows") or [] if r.get("error")]
+    if failed:
+        r = failed[0]
+        return (f"shape {'x'.join(map(str, r['shape']))} does not run on this model "
+                f"({r['error']}): leave it out of --shapes/--batch-sizes, or change the model "
+                "where the error points")
+    if data.get("mode") == "eager":
+        return "fix trial.compile first: this sweep ran in eager mode and could not count "\
+               "compilations"
+    return "pad or bucket input shapes (details.advice) so that few graphs compile"
 
 
 def _eager_fix(data: dict) -> str:
@@ -132,8 +155,12 @@ def _eager_fix(data: dict) -> str:
         return ("the model crashes on the device but runs on the CPU: see details.error (the "
                 "innermost frames and your code's); ops that ran on the CPU are in trial.fallback")
     div = data.get("first_divergence") or {}
+    side = div.get("side") or "both"
     start = (f"start at module {div['module']} ({div.get('module_type')}), the first whose "
-             "output leaves tolerance; " if div.get("module") else "")
+             "output leaves tolerance; " if div.get("module") and side == "both" else
+             f"start at module {div['module']} ({div.get('module_type')}): it runs on the "
+             f"{'device path' if side == 'device' else 'CPU'} only and changes the numbers; "
+             if div.get("module") else "")
     tail = "check driver/runtime versions with neuron-env doctor"
     bad = [m.get("tensor", "") for m in data.get("mismatches") or []]
     if bad and not any(b.startswith("output") for b in bad) and \
@@ -151,9 +178,21 @@ def _compile_fix(data: dict) -> str:
     if data.get("graph_breaks"):
         return "remove the graph breaks (details.graph_breaks): data-dependent Python control "\
                "flow, .item(), print"
+    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
+    cause = data.get("root_cause") or "see details.traceback"
+    check = data.get("cpu_aot_eager") or {}
+    if check.get("ok"):  # tried: the same model compiles on the CPU
+        return (f"torch.compile(backend='aot_eager') compiles and runs this model on the CPU, "
+                f"so the failure comes with the device (backend {data.get('backend')!r}, or "
+                f"code on the device path only): {cause}{at}; keep that code out of the "
+                "compiled region "
+                "(torch.compiler.disable) or report it with details.traceback")
+    if check.get("error"):  # tried: the CPU fails too, so the model's code is the cause
+        there = f" at {check['user_frame']}" if check.get("user_frame") else ""
+        return (f"torch.compile fails on the CPU too (backend='aot_eager': {check['error']}"
+                f"{there}): fix the model's code there, or keep it out of the compiled region "
+                "(torch.compiler.disable)")
     if data.get("aot_eager_helps"):
         return ("the backend compiler failed (details.traceback): run with --compile-backend "
                 "aot_eager to tell whether the graph itself is sound")
-    at = f" at {data['user_frame']}" if data.get("user_frame") else ""
-    return (f"torch.compile could not trace the model{at}: {data.get('root_cause') or ''} "
-            "(any backend fails the same; see details.traceback)").replace(" :", ":")
+    return f"torch.compile could not trace the model{at}: {cause} (see details.traceback)"

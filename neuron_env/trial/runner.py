@@ -37,7 +37,7 @@ def finish(running: proc.Running, python: str, opts: TrialOptions, live=None) ->
         raise UsageError(u["message"], hint=u.get("hint"))
     emulated = bool(doc.get("emulated"))
     results = tuple(to_result(s, emulated, opts) for s in doc.get("results", []))
-    info = {k: doc.get(k) for k in ("backend", "timing", "warnings", "import_s")}
+    info = {k: doc.get(k) for k in ("backend", "timing", "warnings", "import_s", "batch_size")}
     return TrialRun(results, emulated=emulated, info=info, elapsed=res.elapsed)
 
 

@@ -64,6 +64,13 @@ def render_text(report: Report, verbose: bool = False, colour: bool = False) -> 
         extra += ["", "Timing (synchronised fwd+bwd)", *_table(TIMING_HEAD, timing_rows(report))]
     if shape_rows(report):
         extra += ["", shapes_title(report), *_table(SHAPES_HEAD, shape_rows(report))]
+    if any(r.id == "trial.cost" for r in report.results):
+        from neuron_env.trial.dist_command import COST_HEAD, REHEARSAL, cost_rows
+
+        rows = cost_rows(report)
+        if rows:
+            extra += ["", "Cost" + (f" ({REHEARSAL})" if report.target.get("emulated") else ""),
+                      *_table(COST_HEAD, rows)]
     return "\n".join([head, *extra, "", verdict]) + "\n"
 
 
