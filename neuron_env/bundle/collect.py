@@ -10,7 +10,7 @@ import re
 import shutil
 import stat
 
-from neuron_env.target import launch
+from neuron_env.target_python import launch
 from neuron_env.util import proc, redact
 
 DMESG = re.compile(r"neuron|nrt|\bnd\d|1d0f|aws-neuronx|efa", re.I)

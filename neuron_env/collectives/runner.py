@@ -1,10 +1,10 @@
 """Start N ranks of the collectives script in the target interpreter and supervise them.
 
-Every rank starts through neuron_env/target/ (WORKLOAD mode; the funnel: its own process
+Every rank starts through neuron_env/target_python/ (WORKLOAD mode; the funnel: its own process
 group, the one deadline). A rank that dies takes the others down after a short grace (they
 would only wait for it); at the deadline every rank is killed. Each rank's last step marker,
 and whether it said it entered the collective after it, tell which rank hung and where (the
-protocol: neuron_env/target/).
+protocol: neuron_env/target_python/).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import socket
 import time
 from dataclasses import dataclass
 
-from neuron_env.target import launch as target
-from neuron_env.target import protocol
+from neuron_env.target_python import launch as target
+from neuron_env.target_python import protocol
 from neuron_env.util import proc
 
 GRACE = 10.0  # seconds the surviving ranks get after one died, before they are stopped

@@ -76,7 +76,7 @@ def text_view(rep: Report, verbose: bool = False, colour: bool = False) -> str:
 def launch_doc(kind: str, python: str | None, o: CollectivesOptions, nodes: int,
                nproc: int | None) -> Document:
     validate(o)
-    from neuron_env.target.launch import module_argv
+    from neuron_env.target_python.launch import module_argv
 
     found = shutil.which("neuron-env")  # else this interpreter: words, each quoted
     me = (found,) if found else module_argv(sys.executable, "neuron_env")

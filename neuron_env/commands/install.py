@@ -77,7 +77,7 @@ def _target(opts: InstallOptions, progress: Progress) -> tuple[str, str | None]:
     """(python, venv to create). With --venv: DIR's python, or the base python to make it."""
     from neuron_env.install import venv
     from neuron_env.probes.interpreter import resolve_target
-    from neuron_env.target.launch import interpreter
+    from neuron_env.target_python.launch import interpreter
 
     if not opts.venv:  # absolute: the children run in /, not in the caller's directory
         return interpreter(resolve_target(opts.python)[0]), None

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from neuron_env.errors import ConfigurationError, UsageError
 from neuron_env.install import mirrors
-from neuron_env.target.launch import module_argv
+from neuron_env.target_python.launch import module_argv
 
 INSTALLERS = ("pip", "uv")
 NET = ["--timeout", "15", "--retries", "1"]

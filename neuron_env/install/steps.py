@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from neuron_env.errors import CommandTimeout
 from neuron_env.install.downloads import Rate, Tally, figures, human
-from neuron_env.target import launch
+from neuron_env.target_python import launch
 from neuron_env.util import redact
 from neuron_env.util.progress import Heartbeat, Progress
 

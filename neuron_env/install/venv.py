@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from neuron_env.errors import ConfigurationError, InterpreterError
-from neuron_env.target import launch
+from neuron_env.target_python import launch
 from neuron_env.util.atomic import safe_umask
 
 VENV_TIMEOUT = 300.0

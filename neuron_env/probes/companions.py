@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from neuron_env.target import launch, protocol
+from neuron_env.target_python import launch, protocol
 from neuron_env.util.record import factory, record
 
 # distribution name -> the module its import probe imports
@@ -54,7 +54,7 @@ def start_companions(target: Any, names: tuple[str, ...] | None = None,
     if not found:
         return None
     modules = list(dict.fromkeys(COMPANION_MODULES.get(n, n.replace("-", "_")) for n in found))
-    # isolated like doctor's own probe (target/launch TOOL mode: -I, cwd /)
+    # isolated like doctor's own probe (target_python/launch TOOL mode: -I, cwd /)
     running = launch.spawn_probe(target.path, "companions.py", timeout=timeout, args=modules)
     return running, time.monotonic(), timeout
 

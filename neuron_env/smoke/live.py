@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from neuron_env.target.protocol import STEP
+from neuron_env.target_python.protocol import STEP
 from neuron_env.util.progress import Heartbeat, Progress
 
 

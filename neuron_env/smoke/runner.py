@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from neuron_env.report.model import RANK, STATUSES, Result
 from neuron_env.smoke.start import SmokeOptions, start
-from neuron_env.target.outcome import TargetRun, failed
-from neuron_env.target.protocol import collect
+from neuron_env.target_python.outcome import TargetRun, failed
+from neuron_env.target_python.protocol import collect
 
-SmokeRun = TargetRun  # one run-result type (neuron_env/target/outcome.py)
+SmokeRun = TargetRun  # one run-result type (neuron_env/target_python/outcome.py)
 
 
 def _label(summary: str, emulated: bool) -> str:

@@ -25,8 +25,8 @@ from neuron_env.collectives.launch import COMM_ID_PORT, EFA_ENV, RDZV_PORT
 from neuron_env.collectives.runner import _supervise, free_port, rank_env
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Result
-from neuron_env.target import launch, protocol
-from neuron_env.target.outcome import ended
+from neuron_env.target_python import launch, protocol
+from neuron_env.target_python.outcome import ended
 from neuron_env.trial import collected, rundir
 from neuron_env.trial.collected import MAX_RANK_FILE, throughput
 from neuron_env.trial.options import TrialOptions

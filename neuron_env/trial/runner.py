@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from neuron_env.errors import UsageError
 from neuron_env.report.model import RANK, Result
-from neuron_env.target import launch
-from neuron_env.target.outcome import TargetRun, failed
-from neuron_env.target.protocol import collect
+from neuron_env.target_python import launch
+from neuron_env.target_python.outcome import TargetRun, failed
+from neuron_env.target_python.protocol import collect
 from neuron_env.trial import advice
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util import proc
 
-TrialRun = TargetRun  # one run-result type (neuron_env/target/outcome.py)
+TrialRun = TargetRun  # one run-result type (neuron_env/target_python/outcome.py)
 
 
 def start(python: str, opts: TrialOptions, baseline_tmp: str | None = None) -> proc.Running:

@@ -1,6 +1,6 @@
 """#25 item 9: a `venv.py`, `pip.py`, `json.py`, `torch.py` ... in the caller's directory (or on
 PYTHONPATH, for the isolated tool runs) is never imported by a child Python that neuron-env
-starts: every target Python starts through neuron_env/target/ (`-I` and cwd `/` for tools; a
+starts: every target Python starts through neuron_env/target_python/ (`-I` and cwd `/` for tools; a
 private cwd for workloads). Each planted module writes a marker file when imported; the
 markers must stay absent. The CLI runs through its entry-point script, as users run it (a
 `python -m neuron_env` from the planted directory would import the plants itself)."""

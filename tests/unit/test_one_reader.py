@@ -194,7 +194,8 @@ def test_a_ca_bundle_that_is_not_a_pem_file_is_refused_at_once(tmp_path, kind):
 # tool we run, not what another party controls), or who routes it
 OWN_JSON = {
     "neuron_env/util/files.py": "the one reader",
-    "neuron_env/target/protocol.py": "our inside script's verdict, from the target we started",
+    "neuron_env/target_python/protocol.py": "our inside script's verdict, from the target we "
+                                            "started",
     "neuron_env/collectives/runner.py": "our own probe's one line",
     "neuron_env/probes/interpreter.py": "our own probe script's answer",
     "neuron_env/probes/neuron_ls.py": "neuron-ls's --json-output (the Neuron tools we run)",

@@ -1,4 +1,4 @@
-"""The target Python starts in ONE place, neuron_env/target/ (read from the source, nothing
+"""The target Python starts in ONE place, neuron_env/target_python/ (read from the source, nothing
 run): no other module builds a `PY -m/-c/-I ...` argv, calls inside.script(), or reads the
 inside/ protocol itself."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "neuron_env"
-TARGET = PKG / "target"
+TARGET = PKG / "target_python"
 FLAGS = {"-m", "-c", "-I", "-E", "-P", "-S", "-s", "-u", "-X"}
 
 
@@ -39,11 +39,11 @@ def test_no_module_outside_target_starts_a_target_python():
                 node.func, "attr", None)) == "script"
             if _launches(node) or call:
                 offenders.append(f"{p.relative_to(REPO)}:{node.lineno}")
-    assert offenders == [], "start target Pythons through neuron_env/target/ (launch.py)"
+    assert offenders == [], "start target Pythons through neuron_env/target_python/ (launch.py)"
 
 
 def test_only_target_reads_the_inside_protocol():
-    """The step regex and the JSON marker are parsed in target/protocol.py alone."""
+    """The step regex and the JSON marker are parsed in target_python/protocol.py alone."""
     offenders = []
     for p in _outside():
         text = p.read_text()

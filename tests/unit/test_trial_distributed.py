@@ -203,7 +203,7 @@ def test_launch_failures_name_the_rank_and_what_it_did():
     (-9, True, None, "timed out after 120s", "--timeout"),
 ])
 def test_how_a_process_ended_is_said_in_words(rc, timed_out, error, says, fix):
-    from neuron_env.target.outcome import ended
+    from neuron_env.target_python.outcome import ended
 
     what, todo = ended(rc, timed_out, 120.0, 5.0, error)
     assert says in what and fix in todo, (what, todo)
