@@ -142,13 +142,14 @@ def fallback_tracking():
         warnings.simplefilter("always")
         (x @ x).relu().sum()
         assert neuron_emulator.get_fallback_ops() == []
-        torch.cumsum(x, 0)
-        torch.cumsum(x, 1)
+        torch.cumprod(x, 0)
+        torch.cumprod(x, 1)
         torch.sort(x)
     cats = [i for i in w if issubclass(i.category, neuron_emulator.NeuronFallbackWarning)]
     assert len(cats) == 2, [str(i.message) for i in cats]  # once per op
-    assert torch.neuron.get_fallback_ops() == ["aten::cumsum", "aten::sort"]
-    assert neuron_emulator.get_executed_ops()["aten::cumsum"] == 2
+    assert torch.neuron.get_fallback_ops() == ["aten::cumprod", "aten::sort"]
+    assert neuron_emulator.get_fallback_counts()["aten::cumprod"] == 2
+    assert "aten::cumprod" not in neuron_emulator.get_executed_ops()  # on the CPU, not the device
     neuron_emulator.clear_fallback_ops()
     assert torch.neuron.get_fallback_ops() == []
 
@@ -194,21 +195,22 @@ def memory_limit_and_accounting():
     del view
     assert torch.neuron.memory_allocated() == base
     assert torch.neuron.max_memory_allocated() - base == 4 << 20
-    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated() + (4 << 20)
     stats = torch.neuron.memory_stats()
     assert stats["allocated_bytes.all.current"] == base and stats["num_ooms"] >= 1
     torch.neuron.reset_peak_memory_stats()
     assert torch.neuron.max_memory_allocated() == base
     torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved() == torch.neuron.memory_allocated()
     free, total = torch.neuron.mem_get_info()
-    assert total == 96 << 30 and free == total - base
+    assert total == 24 << 30 and free == total - base  # a logical core of a trn2.3xlarge
     props = torch.neuron.get_device_properties(0)
-    assert props.total_memory == 96 << 30 and "emulated" in props.name
+    assert props.total_memory == 24 << 30 and "emulated" in props.name
     # torch.accelerator's memory functions answer for the neuron device
     assert torch.accelerator.memory_allocated() == base
     assert torch.accelerator.max_memory_allocated(1) >= 4096
     assert torch.accelerator.memory_stats()["allocated_bytes.all.current"] == base
-    assert torch.accelerator.get_memory_info()[1] == 96 << 30
+    assert torch.accelerator.get_memory_info()[1] == 24 << 30
     del y
 
 
@@ -364,14 +366,15 @@ def torch_neuronx_op_tracking():
     x = torch.randn(4, 4, device="neuron")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.cumsum(x, 0)
-        torch.cumsum(x, 1)
+        torch.cumprod(x, 0)
+        torch.cumprod(x, 1)
     y = torch.nn.functional.linear(x, x)
     assert y.device.type == "neuron"
-    assert torch_neuronx.get_fallback_ops() == ["aten::cumsum"]  # one entry per op
+    assert torch_neuronx.get_fallback_ops() == ["aten::cumprod"]  # one entry per op
     executed = torch_neuronx.get_executed_ops()
-    assert isinstance(executed, list) and "aten::cumsum" in executed and \
-        all(n.startswith("aten::") for n in executed), executed
+    assert isinstance(executed, list) and "aten::cumprod" not in executed and \
+        any(o in executed for o in ("aten::addmm", "aten::mm", "aten::linear")), executed
+    assert all(n.startswith("aten::") for n in executed), executed
     torch_neuronx.clear_op_tracking()
     assert torch_neuronx.get_fallback_ops() == [] and torch_neuronx.get_executed_ops() == []
 
@@ -439,13 +442,13 @@ def compile_rules():
     torch._dynamo.reset()
 
     def f(x):
-        return torch.cumsum(x, 0) * 2
+        return torch.cumprod(x, 0) * 2
 
     x = torch.randn(4, 4, device="neuron")
     try:
         torch.compile(f, backend="neuron")(x)
     except Exception as e:
-        assert "aten::cumsum" in str(e) and "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in str(e), e
+        assert "aten::cumprod" in str(e) and "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in str(e), e
     else:
         raise AssertionError("a graph with an unsupported op compiled")
     os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "0"
@@ -453,7 +456,7 @@ def compile_rules():
         torch._dynamo.reset()
         torch.neuron.clear_fallback_ops()
         torch.testing.assert_close(torch.compile(f, backend="neuron")(x).cpu(), f(x).cpu())
-        assert "aten::cumsum" in torch.neuron.get_fallback_ops()
+        assert "aten::cumprod" in torch.neuron.get_fallback_ops()
         assert torch.neuron.get_dynamo_metrics()["fallback_graphs"] >= 1
     finally:
         del os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"]

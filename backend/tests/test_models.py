@@ -44,8 +44,9 @@ def test_every_unsupported_op_names_its_source():
     ops = [e["op"] for e in data["unsupported"]]
     assert ops and len(ops) == len(set(ops))
     for e in data["unsupported"]:
-        assert set(e) == {"op", "source"} and e["source"].strip(), e
-        assert e["source"].split(":")[0] in {"assumed", *data["sources"]}, e
+        assert set(e) == {"op", "source", "cite"} and e["source"].strip(), e
+        assert e["source"].split(":")[0] in data["sources"], e
+        assert e["cite"] == data["sources"][e["source"].split(":")[0]], e
     # what the docs list as supported must not be in it (CNNs, SDPA's decomposition)
     documented = {"convolution", "native_batch_norm", "max_pool2d_with_indices",
                   "avg_pool2d", "_adaptive_avg_pool2d", "hardswish", "hardsigmoid", "sin",
@@ -59,7 +60,9 @@ def test_autocast_policy_is_data_with_a_source():
     for op in ("scaled_dot_product_attention", "linear", "matmul", "bmm", "baddbmm", "addmm",
                "conv2d"):
         assert op in policy["lower_precision_fp"]
-    assert "mse_loss" in policy["fp32"] and "cat" in policy["promote"]
+    assert "mse_loss" in policy["fp32"] and "index_put" in policy["promote"]
+    assert "softmax.int" in policy["fp32_set_opt_dtype"] and "binary_cross_entropy" in \
+        policy["banned"]  # the generic (CUDA-style) lists, not CPU's
 
 
 CUSTOM_OPS = """
@@ -67,7 +70,7 @@ import warnings, torch, neuron_emulator
 x = torch.randn(4, 4, device="neuron")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    torch.sin(x); torch.cumsum(x, 0); torch.tril(x)
+    torch.sin(x); torch.cumprod(x, 0); torch.tril(x)
     w = torch.randn(2, 1, 3, 3, device="neuron", requires_grad=True)
     torch.nn.functional.conv2d(x.view(1, 1, 4, 4), w).relu().sum().backward()
 print(neuron_emulator.get_fallback_ops())
@@ -85,9 +88,9 @@ def test_a_custom_op_set_makes_a_chosen_op_fall_back(torch_python, tmp_path):
     p = run({"NEURON_EMULATOR_OPS": str(ops)})
     assert p.returncode == 0, p.stderr[-2000:]
     want = "['aten::convolution', 'aten::convolution_backward', 'aten::sin']"
-    assert p.stdout.strip() == want, p.stdout  # cumsum is native in that set
+    assert p.stdout.strip() == want, p.stdout  # cumprod is native in that set
     p = run({})
-    assert p.stdout.strip() == "['aten::cumsum']", (p.stdout, p.stderr[-2000:])
+    assert p.stdout.strip() == "['aten::cumprod']", (p.stdout, p.stderr[-2000:])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"unsupported": [{"op": "sin", "source": ""}]}))
     p = run({"NEURON_EMULATOR_OPS": str(bad)})

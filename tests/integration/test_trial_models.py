@@ -119,8 +119,8 @@ def test_the_first_diverging_module_of_a_planted_bug_is_named(models_python):
 def test_fallback_ops_are_traced_to_the_users_source_line(torch_python):
     _doc, r = trial(torch_python, f"{USER}:cumulative")
     src = r["fallback"]["details"]["sources"]
-    assert any("user_models.py:" in s and "torch.cumsum(self.lin(x), dim=-1)" in s
-               for s in src["aten::cumsum"]), src
+    assert any("user_models.py:" in s and "torch.cumprod(self.lin(x), dim=-1)" in s
+               for s in src["aten::cumprod"]), src
     assert "(at tests/fixtures/trial/user_models.py:" in r["fallback"]["summary"]
 
 

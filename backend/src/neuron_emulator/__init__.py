@@ -31,6 +31,7 @@ from neuron_emulator._fallback import (  # noqa: E402
     NeuronFallbackWarning,
     clear_fallback_ops,
     get_executed_ops,
+    get_fallback_counts,
     get_fallback_ops,
 )
 from neuron_emulator._register import (  # noqa: E402
@@ -61,6 +62,7 @@ __all__ = [
     "NeuronFloat64Warning",
     "clear_fallback_ops",
     "get_executed_ops",
+    "get_fallback_counts",
     "get_fallback_ops",
     "is_emulated",
     "is_loaded",

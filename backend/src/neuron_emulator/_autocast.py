@@ -1,9 +1,10 @@
-"""torch.autocast("neuron", dtype=torch.bfloat16): PyTorch's CPU autocast policy, as data.
+"""torch.autocast("neuron", dtype=torch.bfloat16): PyTorch's generic autocast policy, as data.
 
-`autocast_policy.json` (beside this file) lists, with its source, the ops PyTorch's CPU
-autocast runs in the lower-precision dtype, in float32, or at the widest input type
-(aten/src/ATen/autocast_mode.cpp). The kernels follow autocast_mode.h's rules: only floating
-tensors are cast, never float64 ones. Every other op falls through.
+`autocast_policy.json` (beside this file) lists, with its source, the ops PyTorch's generic
+(CUDA-style) autocast runs in the lower-precision dtype, in float32 (also by setting their
+optional dtype), or at the widest input type, and the op it refuses (binary_cross_entropy),
+from aten/src/ATen/autocast_mode.h/.cpp. The kernels follow autocast_mode.h's rules: only
+floating tensors are cast, never float64 ones. Every other op falls through.
 """
 
 from __future__ import annotations
@@ -45,7 +46,33 @@ def _widest(args, kwargs):
     return dt
 
 
+def _set_opt_dtype(op):
+    """fp32_set_opt_dtype: an eligible first argument runs with dtype=float32 unless the caller
+    gave a dtype."""
+    pos = next(i for i, a in enumerate(op._schema.arguments) if a.name == "dtype")
+
+    def run(*args, **kwargs):
+        if _eligible(args[0]):
+            if len(args) > pos:
+                if args[pos] is None:
+                    args = (*args[:pos], torch.float32, *args[pos + 1:])
+            elif kwargs.get("dtype") is None:
+                kwargs = dict(kwargs, dtype=torch.float32)
+        with torch._C._ExcludeDispatchKeyGuard(_KEY):
+            return op(*args, **kwargs)
+    return run
+
+
+def _banned(message: str):
+    def run(*args, **kwargs):
+        raise RuntimeError(message)
+    return run
+
+
 def _kernel(op, policy: str):
+    if policy == "fp32_set_opt_dtype":
+        return _set_opt_dtype(op)
+
     def run(*args, **kwargs):
         if policy == "lower_precision_fp":
             dt = torch.get_autocast_dtype("neuron")
@@ -73,9 +100,12 @@ def register(libs: list) -> None:
     fallthrough.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
     lib = torch.library.Library("aten", "IMPL")
     policy = load_policy()
-    for kind in ("lower_precision_fp", "fp32", "promote"):
+    for kind in ("lower_precision_fp", "fp32", "fp32_set_opt_dtype", "promote"):
         for name in policy[kind]:
             op = _overload(name)
             if op is not None:
                 lib.impl(name, _kernel(op, kind), "AutocastPrivateUse1")
+    for name, message in policy.get("banned", {}).items():
+        if _overload(name) is not None:
+            lib.impl(name, _banned(message), "AutocastPrivateUse1")
     libs += [fallthrough, lib]

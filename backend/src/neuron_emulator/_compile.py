@@ -14,6 +14,7 @@ run on the CPU; "compiling" checks the aten ops of the forward and backward grap
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -22,7 +23,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from neuron_emulator import _fallback
+from neuron_emulator import _artifacts, _fallback
 
 _lock = threading.Lock()
 _metrics = {"compilations": 0, "recompilations": 0, "cache_hits": 0, "graphs": 0,
@@ -34,8 +35,29 @@ class NeuronCompileError(RuntimeError):
     """torch.compile(backend="neuron") refused a graph (emulated)."""
 
 
-def fallback_allowed() -> bool:
-    return os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip() == "0"
+FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """A boolean environment variable as the env-vars page types it ("1"/"0", true/false); unset
+    or empty is the default; another value warns once and is the default."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE or raw in _FALSE:
+        return raw in _TRUE
+    if raw:
+        _warn_once(f"{name}={raw}", f"neuron (emulated): {name}={raw!r} is not a boolean "
+                   f"(1/0, true/false); using the default ({int(default)})")
+    return default
+
+
+def fallback_allowed(options: dict | None = None) -> bool:
+    """Whether a graph the backend cannot compile runs eagerly instead of failing. The
+    `fallback_execution` compile option overrides TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION,
+    whose default (1) disables fallback."""
+    if options and options.get("fallback_execution") is not None:
+        return bool(options["fallback_execution"])
+    return not env_flag(FALLBACK_ENV, True)
 
 
 def _count(**delta: int) -> None:
@@ -64,28 +86,46 @@ def _unsupported_ops(gm) -> list[str]:
         target = node.target
         if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
             packet = target.overloadpacket.__name__
-            if target.namespace == "aten" and not _fallback.is_native(packet):
+            if target.namespace == "aten" and not _fallback.is_native_op(target):
                 bad.add(f"aten::{packet}")
     return sorted(bad)
 
 
-def _check(gm, example_inputs):
+def _check(gm, example_inputs, allow_fallback: bool = False, kind: str = "forward"):
+    _artifacts.preserve(gm, kind)
     bad = _unsupported_ops(gm)
-    if bad and not fallback_allowed():
+    if bad and not allow_fallback:
         raise NeuronCompileError(
             f"neuron (emulated): compilation failed: {bad[0]} is not supported by the neuron "
             f"compiler (unsupported ops in this graph: {', '.join(bad)}). Fallback execution is "
             "disabled by default under torch.compile; set "
-            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run such ops on the CPU, or keep "
-            "them out of the compiled region.")
-    if bad:
+            "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 (or the compile option "
+            "fallback_execution=True) to run such a graph eagerly, its unsupported ops on the "
+            "CPU, or keep them out of the compiled region.")
+    if bad:  # runs eagerly, its unsupported ops on the CPU
         _count(fallback_graphs=1)
-        for name in bad:
-            _fallback.record_fallback(name)
-    return make_boxed_func(gm.forward)
+    return make_boxed_func(_recording(gm))
 
 
-_aot = aot_autograd(fw_compiler=_check, bw_compiler=_check)
+def _recording(gm):
+    """The graph's forward, recording its ops each time it runs (executed on the device, or
+    fallbacks apart): AOTAutograd compiles the graph on the host tensors inside the device
+    tensors, so its ops do not pass the device dispatch at run time; tracing recorded nothing."""
+    entries = [_fallback.entry(n.target) for n in gm.graph.nodes
+               if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+    forward, count = gm.forward, _fallback.count
+
+    def run(*args):
+        for e in entries:
+            count(e)
+        return forward(*args)
+    return run
+
+
+def _aot(allow_fallback: bool):
+    check = functools.partial(_check, allow_fallback=allow_fallback)
+    return aot_autograd(fw_compiler=check,
+                        bw_compiler=functools.partial(check, kind="backward"))
 
 
 def _frame_recompile() -> bool:
@@ -132,13 +172,48 @@ def neuron_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     if mode not in (None, "default"):
         _warn_once(f"mode={mode}", f"neuron (emulated): torch.compile mode={mode!r} has no "
                    "effect on the neuron backend (only mode='default' does)")
-    if options:
-        _warn_once("options", "neuron (emulated): torch.compile options are ignored by the "
-                   "neuron backend")
+    ignored = sorted(set(options or ()) - {"fallback_execution"})
+    if ignored:
+        _warn_once(f"options={ignored}", f"neuron (emulated): torch.compile options {ignored} "
+                   "are ignored by the neuron backend (it reads fallback_execution)")
+    cpu = [i for i, t in enumerate(example_inputs)
+           if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
+    if cpu and env_flag(AUTOCOPY_ENV, False):
+        raise NeuronCompileError(
+            f"neuron (emulated): input {cpu[0]} of the compiled graph is a CPU tensor and "
+            f"{AUTOCOPY_ENV}=1 turns off copying CPU inputs to the device: move the inputs "
+            "(and the model) to the neuron device, or unset it")
+    if cpu:  # traced as device inputs; copied to the device at run time
+        example_inputs = _on_device(example_inputs, cpu)
     with _fallback.quiet():
-        compiled = _aot(gm, example_inputs)
+        compiled = _aot(fallback_allowed(options))(gm, example_inputs)
     _count(compilations=1, graphs=1, recompilations=int(_frame_recompile()))
-    return _per_shape(compiled)
+    return _per_shape(_autocopy(compiled, cpu) if cpu else compiled)
+
+
+AUTOCOPY_ENV = "TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY"
+
+
+def _on_device(inputs, cpu: list[int]) -> list:
+    from neuron_emulator import _devices
+    from neuron_emulator._tensor import NeuronTensor
+
+    index = _devices.current()
+    return [NeuronTensor(t, index) if i in cpu else t for i, t in enumerate(inputs)]
+
+
+def _autocopy(compiled, cpu: list[int]):
+    """CPU inputs of a compiled graph are copied to the device and its outputs stay there, as
+    the env-vars page says (TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1 refuses them instead)."""
+    cpu_set = frozenset(cpu)
+
+    def run(*args):
+        from neuron_emulator import _devices
+
+        device = torch.device("neuron", _devices.current())
+        return compiled(*[a.to(device) if i in cpu_set and isinstance(a, torch.Tensor)
+                          and a.device.type == "cpu" else a for i, a in enumerate(args)])
+    return run
 
 
 def _real_backend():

@@ -58,6 +58,7 @@ class NeuronModule:
     set_rng_state_all = staticmethod(_rng.set_rng_state_all)
 
     get_fallback_ops = staticmethod(_fallback.get_fallback_ops)
+    get_fallback_counts = staticmethod(_fallback.get_fallback_counts)
     clear_fallback_ops = staticmethod(_fallback.clear_fallback_ops)
     get_executed_ops = staticmethod(_fallback.get_executed_ops)
     get_dynamo_metrics = staticmethod(_dynamo("get_dynamo_metrics"))
@@ -108,15 +109,18 @@ class NeuronModule:
     def get_device_properties(self, device=None) -> DeviceProperties:
         return DeviceProperties(_idx(device))
 
-    # memory: live bytes of device tensors; no caching allocator, so reserved == allocated
+    # memory: live bytes of device tensors; reserved also holds freed bytes until empty_cache()
     def memory_allocated(self, device=None) -> int:
         return _memory.allocated(_idx(device))
 
     def max_memory_allocated(self, device=None) -> int:
         return _memory.peak(_idx(device))
 
-    memory_reserved = memory_allocated
-    max_memory_reserved = max_memory_allocated
+    def memory_reserved(self, device=None) -> int:
+        return _memory.reserved(_idx(device))
+
+    def max_memory_reserved(self, device=None) -> int:
+        return _memory.reserved_peak(_idx(device))
 
     def memory_stats(self, device=None) -> dict:
         return _memory.stats(_idx(device))
@@ -128,8 +132,9 @@ class NeuronModule:
         _memory.reset_accumulated(_idx(device))
 
     def empty_cache(self) -> None:
-        """No cache to empty: freed device tensors are returned at once."""
+        """Return freed-but-reserved device memory (memory_reserved drops to allocated)."""
+        _memory.empty_cache()
 
     def mem_get_info(self, device=None) -> tuple[int, int]:
         total = _memory.MEMORY_BYTES
-        return total - _memory.allocated(_idx(device)), total
+        return total - _memory.reserved(_idx(device)), total

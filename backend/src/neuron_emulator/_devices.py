@@ -44,6 +44,12 @@ INSTANCE_TYPES = {
     "trn2n.48xlarge": (16, 8, 2),
 }
 DEFAULT_INSTANCE = "trn2.3xlarge"
+# device memory (HBM) of one Neuron device, by family: a Trainium2 has 96 GiB
+# (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/arch/trainium2_arch.html), a
+# Trainium 32 GiB (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/
+# neuron-hardware/trainium.html); a logical NeuronCore has its physical cores' share (LNC
+# "combines the compute and memory resources of multiple physical NeuronCores").
+DEVICE_MEMORY_GIB = {"trn1": 32, "trn2": 96}
 
 
 DMI = "/sys/class/dmi/id"  # NEURON_EMULATOR_DMI_DIR replaces it (tests)
@@ -63,7 +69,8 @@ def _dmi_instance_type() -> str | None:
 
 
 def machine() -> dict:
-    """The emulated machine: {"instance_type", "from", "lnc", "logical_cores"}."""
+    """The emulated machine: {"instance_type", "from", "lnc", "logical_cores",
+    "device_memory_gib", "core_memory_bytes"} (core: one logical NeuronCore)."""
     asked = os.environ.get("NEURON_EMULATOR_INSTANCE_TYPE", "").strip().lower()
     here = None if asked in INSTANCE_TYPES else _dmi_instance_type()
     if asked in INSTANCE_TYPES:
@@ -81,8 +88,10 @@ def machine() -> dict:
             raise ValueError(f"NEURON_LOGICAL_NC_CONFIG={raw!r}: expected "
                              f"{'1' if lnc == 1 else '1 or 2'} on a {itype}")
         lnc = int(raw)
+    gib = DEVICE_MEMORY_GIB[itype[:4]]
     return {"instance_type": itype, "from": source, "lnc": lnc,
-            "logical_cores": devices * cores // lnc}
+            "logical_cores": devices * cores // lnc, "device_memory_gib": gib,
+            "core_memory_bytes": gib * (1 << 30) * lnc // cores}
 
 
 def _count() -> int:

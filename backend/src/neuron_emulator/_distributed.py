@@ -9,10 +9,6 @@ in place. DDP, FSDP2, DTensor and DeviceMesh sit on top unchanged.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
-
 import torch.distributed as dist
 
 NAME = "neuron"
@@ -55,26 +51,7 @@ def _fsdp_storage_patch(module) -> None:
 FSDP_PARAM = "torch.distributed.fsdp._fully_shard._fsdp_param"
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Patches FSDP2's storage helpers right after torch imports them (only if it does)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != FSDP_PARAM:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return None
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _fsdp_storage_patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def install_fsdp_patch() -> None:
-    if FSDP_PARAM in sys.modules:
-        _fsdp_storage_patch(sys.modules[FSDP_PARAM])
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport())
+    from neuron_emulator import _hooks
+
+    _hooks.after_import(FSDP_PARAM, _fsdp_storage_patch)

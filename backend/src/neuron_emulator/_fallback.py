@@ -78,10 +78,17 @@ def is_native(packet: str) -> bool:
     return packet not in UNSUPPORTED_OPS and b not in UNSUPPORTED_OPS
 
 
+def is_native_op(func) -> bool:
+    """is_native for one aten OpOverload: an entry `packet.overload` names that overload only
+    (sort.default falls back, sort.stable is native)."""
+    packet = func.overloadpacket.__name__
+    return is_native(packet) and f"{packet}.{func._overloadname}" not in UNSUPPORTED_OPS
+
+
 def _classify(func) -> tuple[str, bool]:
     packet = func.overloadpacket.__name__
     ns = func.namespace
-    entry = (f"{ns}::{packet}", is_native(packet) if ns == "aten" else ns in NATIVE_NAMESPACES)
+    entry = (f"{ns}::{packet}", is_native_op(func) if ns == "aten" else ns in NATIVE_NAMESPACES)
     _by_func[func] = entry
     return entry
 
@@ -105,8 +112,7 @@ def count(entry: tuple[str, bool]) -> None:
     if native:  # the common case: a count, no lock (a lost count under threads at worst)
         _executed[name] = _executed.get(name, 0) + 1
         return
-    with _lock:
-        _executed[name] = _executed.get(name, 0) + 1
+    with _lock:  # a fallback ran on the CPU: listed apart, not as executed on the device
         _fallbacks[name] = _fallbacks.get(name, 0) + 1
         first = name not in _warned
         _warned.add(name)
@@ -122,8 +128,15 @@ def get_fallback_ops() -> list[str]:
 
 
 def get_executed_ops() -> dict[str, int]:
-    """Every op executed on the device since the last clear, with counts."""
+    """Every op executed on the device since the last clear, with counts; ops that fell back to
+    the CPU are not in it (get_fallback_ops lists them)."""
     return dict(sorted(_executed.copy().items()))  # copy(): atomic, counts are lock-free
+
+
+def get_fallback_counts() -> dict[str, int]:
+    """Every op that fell back to the CPU since the last clear, with counts."""
+    with _lock:
+        return dict(sorted(_fallbacks.items()))
 
 
 def clear_fallback_ops() -> None:
@@ -146,9 +159,3 @@ class quiet:
     def __exit__(self, *exc) -> bool:
         _quiet.on -= 1
         return False
-
-
-def record_fallback(name: str) -> None:
-    """An op that falls back under torch.compile (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0)."""
-    with _lock:
-        _fallbacks[name] = _fallbacks.get(name, 0) + 1

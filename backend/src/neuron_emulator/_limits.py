@@ -3,8 +3,9 @@ silently on the emulator either.
 
 - float64: the device computes it as float32 and warns (once); the emulator keeps the float64
   dtype but rounds every float64 result through float32, and warns once.
-- sparse tensors, nested tensors and `torch.func` transforms on device tensors are not supported
-  in the beta: a RuntimeError naming the limitation.
+- sparse tensors, nested tensors, quantized operators and `torch.func` transforms on device
+  tensors are not supported in the beta: a RuntimeError naming the limitation (a quantized op
+  is refused, never run on the CPU behind the device's back).
 """
 
 from __future__ import annotations
@@ -26,14 +27,31 @@ def _unsupported(what: str) -> None:
         f"beta (a documented limitation: {DOCS}); keep this part on the CPU")
 
 
+QUANTIZED = "quantized operators (torch.ao.quantization: quantized tensors and kernels)"
+
+
 def check_layout(t: torch.Tensor) -> None:
+    if t.is_quantized:
+        _unsupported(QUANTIZED)
     if t.layout != torch.strided:
         kind = "torch.nested" if t.is_nested else "torch.sparse"
         _unsupported(f"{kind} ({t.layout})")
 
 
+def refuse_quantized(op, *args, **kwargs):
+    """Boxed fallback of the device's quantized dispatch key (a quantized tensor moved to the
+    device, a quantized factory on it)."""
+    _unsupported(QUANTIZED)
+
+
+_QUANTIZED_OPS = ("quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
+                  "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor")
+
+
 def _kind(func) -> str | None:
     name = func.overloadpacket.__name__
+    if func.namespace == "quantized" or name in _QUANTIZED_OPS or name.startswith("quantized_"):
+        return QUANTIZED
     if "sparse" in name or "coalesce" in name:
         return "torch.sparse"
     if "nested" in name or "jagged" in name:

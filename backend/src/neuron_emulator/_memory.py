@@ -1,8 +1,11 @@
 """Honest memory accounting per emulated device: the bytes of live device storages.
 
-There is no caching allocator, so "reserved" equals "allocated" and `empty_cache()` has nothing
-to free. Device memory is NEURON_EMULATOR_MEMORY_GIB per device (default 96, a Trainium2's);
-an allocation beyond what is free raises an out-of-memory error instead of exhausting the host.
+Like a caching allocator (CUDA's, the Neuron memory allocator's), a freed block stays reserved
+until `empty_cache()` returns it, and a new allocation reuses reserved bytes first; so
+memory_reserved() >= memory_allocated() at all times. Device memory per logical NeuronCore is
+its share of the device's HBM (a Trainium2: 96 GiB over 8 physical cores, 24 GiB per logical
+core at LNC=2); NEURON_EMULATOR_MEMORY_GIB overrides it. An allocation beyond what is free raises
+an out-of-memory error instead of exhausting the host.
 """
 
 from __future__ import annotations
@@ -13,7 +16,17 @@ import weakref
 
 import torch
 
-MEMORY_BYTES = int(float(os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "96")) * (1 << 30))
+
+def _memory_bytes() -> int:
+    raw = os.environ.get("NEURON_EMULATOR_MEMORY_GIB", "").strip()
+    if raw:
+        return int(float(raw) * (1 << 30))
+    from neuron_emulator import _devices
+
+    return _devices.machine()["core_memory_bytes"]
+
+
+MEMORY_BYTES = _memory_bytes()
 _lock = threading.Lock()
 _refs: dict[int, list] = {}  # storage data_ptr -> [wrapper count, nbytes, device]
 _cells: dict = {}  # id(weakref to a host tensor) -> (that weakref, its cell); cheaper than finalize
@@ -24,7 +37,8 @@ def _dev_stats(index: int) -> dict[str, int]:
     s = _stats.get(index)
     if s is None:
         s = _stats[index] = {"current": 0, "peak": 0, "count": 0, "allocs": 0, "frees": 0,
-                             "alloc_bytes": 0, "freed_bytes": 0, "ooms": 0}
+                             "alloc_bytes": 0, "freed_bytes": 0, "ooms": 0, "reserved": 0,
+                             "reserved_peak": 0, "cached": 0}
     return s
 
 
@@ -41,6 +55,10 @@ def _acquire(key: int, nbytes: int, index: int) -> None:
         s["allocs"] += 1
         s["alloc_bytes"] += nbytes
         s["peak"] = max(s["peak"], s["current"])
+        reuse = min(s["cached"], nbytes)  # freed-but-reserved bytes first
+        s["cached"] -= reuse
+        s["reserved"] += nbytes - reuse
+        s["reserved_peak"] = max(s["reserved_peak"], s["reserved"])
 
 
 def _release(cell: list) -> None:
@@ -60,6 +78,7 @@ def _release(cell: list) -> None:
         s["count"] -= 1
         s["frees"] += 1
         s["freed_bytes"] += ref[1]
+        s["cached"] += ref[1]  # stays reserved until empty_cache()
 
 
 def track(elem: torch.Tensor, index: int) -> list:
@@ -135,10 +154,27 @@ def peak(index: int) -> int:
     return _dev_stats(index)["peak"]
 
 
+def reserved(index: int) -> int:
+    return _dev_stats(index)["reserved"]
+
+
+def reserved_peak(index: int) -> int:
+    return _dev_stats(index)["reserved_peak"]
+
+
+def empty_cache() -> None:
+    """Return every device's freed-but-reserved bytes."""
+    with _lock:
+        for s in _stats.values():
+            s["reserved"] -= s["cached"]
+            s["cached"] = 0
+
+
 def reset_peak(index: int) -> None:
     with _lock:
         s = _dev_stats(index)
         s["peak"] = s["current"]
+        s["reserved_peak"] = s["reserved"]
 
 
 def reset_accumulated(index: int) -> None:
@@ -151,10 +187,13 @@ def stats(index: int) -> dict:
     """A memory_stats() dict with the keys torch.cuda.memory_stats() uses (the "all" pool)."""
     s = dict(_dev_stats(index))
     out = {}
-    for kind in ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes"):
+    for kind in ("allocated_bytes", "active_bytes", "requested_bytes"):
         out.update({f"{kind}.all.current": s["current"], f"{kind}.all.peak": s["peak"],
                     f"{kind}.all.allocated": s["alloc_bytes"],
                     f"{kind}.all.freed": s["freed_bytes"]})
+    out.update({"reserved_bytes.all.current": s["reserved"],
+                "reserved_bytes.all.peak": s["reserved_peak"],
+                "inactive_split_bytes.all.current": s["cached"]})
     for kind in ("allocation", "segment", "active"):
         out.update({f"{kind}.all.current": s["count"], f"{kind}.all.allocated": s["allocs"],
                     f"{kind}.all.freed": s["frees"]})

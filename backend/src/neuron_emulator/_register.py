@@ -93,7 +93,7 @@ def _load(from_autoload: bool) -> bool:
     _faults.on_load()
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    from neuron_emulator import _autocast, _device_module
+    from neuron_emulator import _autocast, _autoselect, _device_module
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module)
@@ -107,10 +107,12 @@ def _load(from_autoload: bool) -> bool:
         _rng,
         _streams,
         _tensor,
+        _tracing,
     )
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(_tensor.factory, "PrivateUse1")
+    lib.fallback(_limits.refuse_quantized, "QuantizedPrivateUse1")  # q.to("neuron")
     aten_lib = torch.library.Library("aten", "IMPL")
     aten_lib.impl("_copy_from", _tensor.copy_from, "PrivateUse1")
     # factories also as kernels of their own: the boxed fallback above is not reachable from
@@ -124,6 +126,9 @@ def _load(from_autoload: bool) -> bool:
     _rng.install()
     _streams.install()
     _tensor.register_serialization()
+    _tensor.install_fake_constant_guard()
+    _autoselect.install()
+    _tracing.install()
     _neuronx.install()
     _limits.install_transform_guards()
     _limits.install_storage_guard()

@@ -15,6 +15,7 @@ from neuron_emulator import _devices
 aten = torch.ops.aten
 _gens: dict[int, torch._C.Generator] = {}
 _plan: dict = {}  # OpOverload -> None | "kwarg" | an overload that takes a generator
+#                   | ("host", fn): a device kernel the CPU lacks (_kernels.HOST)
 _SIBLING = {"default": "generator", "low": "low_generator", "names": "generator_with_names"}
 
 
@@ -32,6 +33,11 @@ _DROPOUT = aten.native_dropout.default
 
 
 def _plan_for(func):
+    from neuron_emulator import _kernels
+
+    host = _kernels.HOST.get(func)
+    if host is not None:
+        return ("host", host)
     if any(a.name == "generator" for a in func._schema.arguments):
         return "kwarg"
     if func.overloadpacket.__name__ in _RANDOM_FACTORIES:
@@ -49,6 +55,8 @@ def call(func, args, kwargs, index: int):
         if func is _DROPOUT and (args[2] if len(args) > 2 else kwargs.get("train")) is not False:
             return _dropout(args[0], args[1], index)
         return func(*args, **kwargs)
+    if plan.__class__ is tuple:  # a device kernel the CPU lacks (_kernels)
+        return plan[1](*args, **kwargs)
     if kwargs.get("generator") is None:
         kwargs = dict(kwargs, generator=generator(index))
     return (func if plan == "kwarg" else plan)(*args, **kwargs)

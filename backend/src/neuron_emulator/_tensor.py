@@ -61,6 +61,10 @@ class NeuronTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self._elem.data_ptr()
 
+    def tolist(self):
+        """As on CUDA: the values, copied to the host (torch refuses tolist on subclasses)."""
+        return self._elem.tolist()
+
     def untyped_storage(self):
         """The device tensor's (data-less) storage; remembered, so that `t.set_(storage)` can
         find the host data behind it."""
@@ -109,6 +113,21 @@ def _scan(args, kwargs):
     return (_devices.current() if found is None else found), seen[1], seen[2]
 
 
+# PyTorch's indexing rule (as on CUDA): the indices of index/index_put may live on the CPU or
+# on the indexed tensor's device (x_cuda[cpu_long_tensor] works; PyTorch's own TensorIterator
+# index kernels move them).
+_INDEX_OPS = frozenset(getattr(getattr(aten, n), o)
+                       for n in ("index", "index_put", "index_put_", "_index_put_impl_",
+                                 "_unsafe_index", "_unsafe_index_put")
+                       for o in getattr(aten, n).overloads())
+
+
+def _scan_index(args, kwargs):
+    """_scan for index/index_put: CPU index tensors (args[1]) are allowed beside device ones."""
+    indices = [i for i in args[1] if not (isinstance(i, Tensor) and i.device.type == "cpu")]
+    return _scan((args[0], indices, *args[2:]), kwargs)
+
+
 def _scan_list(items, seen) -> None:
     for x in items:
         if isinstance(x, (list, tuple)):  # c10d ops take lists of lists
@@ -134,8 +153,16 @@ def _scan_one(x, seen) -> None:
         elif index != seen[0]:
             _mixed(f"neuron:{seen[0]}", f"neuron:{index}")
         seen[2] = True
-    elif x.dim() > 0 and x.device.type != "meta":
+    elif x.dim() > 0 and x.device.type != "meta" and not _tracing_cpu(x):
         _mixed(f"neuron:{_devices.current() if seen[0] is None else seen[0]}", x.device)
+
+
+def _tracing_cpu(x) -> bool:
+    """A CPU fake tensor beside device tensors while torch.compile traces: a CPU input of a
+    compiled graph, which the neuron backend copies to the device at run time (_compile)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(x, FakeTensor)
 
 
 def _unwrap_all(seq):
@@ -230,7 +257,7 @@ _PLANS: dict[int, tuple] = {}  # id(OpOverload) -> its plan: one lookup per op, 
 
 def _make_plan(func) -> tuple:
     """What dispatch needs to know of an op, worked out once: (special kernel, fallback-note
-    entry, unsupported kind, resync mode, set_ from a storage, fault hooks)."""
+    entry, unsupported kind, resync mode, set_ from a storage, fault hooks, argument scan)."""
     name = func.overloadpacket.__name__
     writes_kwarg = any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
                        for a in func._schema.arguments)  # out=: may be resized
@@ -238,7 +265,8 @@ def _make_plan(func) -> tuple:
     resync_mode = 2 if resized else 1 if (writes_kwarg or name in _METADATA_INPLACE
                                           or "resize" in name) else 0
     plan = (_SPECIAL.get(func), _fallback.entry(func), _limits._kind(func), resync_mode,
-            func in _SET_STORAGE, bool(_faults._active))
+            func in _SET_STORAGE, bool(_faults._active),
+            _scan_index if func in _INDEX_OPS else _scan)
     _PLANS[id(func)] = plan
     return plan
 
@@ -247,7 +275,7 @@ def dispatch(func, args, kwargs):
     plan = _PLANS.get(id(func))
     if plan is None:
         plan = _make_plan(func)
-    special, entry, kind, resync_mode, set_storage, faults = plan
+    special, entry, kind, resync_mode, set_storage, faults, scan = plan
     if faults:
         _faults.before(func)
     _fallback.count(entry)
@@ -255,7 +283,7 @@ def dispatch(func, args, kwargs):
         return special(func, args, kwargs)
     if kind is not None:
         _limits._unsupported(kind)
-    index, inputs, traced = _scan(args, kwargs)
+    index, inputs, traced = scan(args, kwargs)
     unwrap_all = _host_all if traced else _unwrap_all
     if kwargs:
         kwargs = dict(zip(kwargs, unwrap_all(kwargs.values()), strict=True))
@@ -342,6 +370,21 @@ def _keep_on_host(storage, location: str):
     """torch.load: a storage tagged `neuron[:i]` stays in host memory (a Python backend has no
     device allocator to move it to); the tensor around it is rebuilt on the device."""
     return storage if location.startswith("neuron") else None
+
+
+def install_fake_constant_guard() -> None:
+    """torch.compile: `torch.tensor(3).to(x.device)` inside compiled code. Fake-tensor mode
+    folds an op on constants by running it for real; run for real, a move to the device makes a
+    NeuronTensor, which fake mode cannot hold as a constant ("fake_tensor must be a FakeTensor
+    with a constant"). A device result is therefore never a constant: the op is traced like any
+    other (as for a C++ backend, whose device tensors are plain tensors of that device)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    original = FakeTensorMode.may_turn_const
+
+    def may_turn_const(self, t) -> bool:
+        return not isinstance(t, NeuronTensor) and original(self, t)
+    FakeTensorMode.may_turn_const = may_turn_const
 
 
 def register_serialization() -> None:
