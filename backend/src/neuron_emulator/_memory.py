@@ -49,16 +49,21 @@ def _acquire(key: int, nbytes: int, index: int) -> None:
             ref[0] += 1
             return
         _refs[key] = [1, nbytes, index]
-        s = _dev_stats(index)
-        s["current"] += nbytes
+        s = _stats.get(index) or _dev_stats(index)
+        # once per fresh storage (every op result): comparisons, not max()/min() calls
+        current = s["current"] = s["current"] + nbytes
         s["count"] += 1
         s["allocs"] += 1
         s["alloc_bytes"] += nbytes
-        s["peak"] = max(s["peak"], s["current"])
-        reuse = min(s["cached"], nbytes)  # freed-but-reserved bytes first
-        s["cached"] -= reuse
-        s["reserved"] += nbytes - reuse
-        s["reserved_peak"] = max(s["reserved_peak"], s["reserved"])
+        if current > s["peak"]:
+            s["peak"] = current
+        cached = s["cached"]
+        reuse = nbytes if nbytes < cached else cached  # freed-but-reserved bytes first
+        if reuse:
+            s["cached"] = cached - reuse
+        reserved = s["reserved"] = s["reserved"] + nbytes - reuse
+        if reserved > s["reserved_peak"]:
+            s["reserved_peak"] = reserved
 
 
 def _release(cell: list) -> None:
@@ -73,7 +78,7 @@ def _release(cell: list) -> None:
         if ref[0] > 0:
             return
         del _refs[key]
-        s = _dev_stats(ref[2])
+        s = _stats.get(ref[2]) or _dev_stats(ref[2])
         s["current"] -= ref[1]
         s["count"] -= 1
         s["frees"] += 1
@@ -95,7 +100,8 @@ def track(elem: torch.Tensor, index: int) -> list:
     cell = [key, index]
     if key:
         _acquire(key, st.nbytes(), index)
-        _watch(elem, cell)
+        ref = weakref.ref(elem, _dead)  # _watch, inline: once per op result
+        _cells[id(ref)] = (ref, cell)
     return cell
 
 
