@@ -333,7 +333,9 @@ def quantized_operators_are_refused():
 def compilation_artifacts_are_kept_in_the_debug_dir():
     """Item 12. The env-vars page: TORCH_NEURONX_DEBUG_DIR is where compilation artifacts (FX
     graphs, ...) are saved; TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1 keeps them (default:
-    not kept). https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"""
+    not kept). https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/about-compiler-artifacts.html
+    ("TorchNeuron writes the files of steps 1 to 3 under the debug directory")"""
     import tempfile
     from pathlib import Path
 

@@ -2,7 +2,9 @@
 (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html):
 TORCH_NEURONX_DEBUG_DIR (default /tmp/neuron_backend) is where compilation artifacts (FX graphs,
 StableHLO IR, NEFF files) are saved, and TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1 keeps
-them after execution (default: not kept).
+them after execution (default: not kept); the compiler-artifacts page
+(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/about-compiler-artifacts.html)
+puts the FX graph and StableHLO of each graph under that directory.
 
 The emulator has no StableHLO or NEFF: it keeps what it has, each compiled graph's FX code and
 its aten ops, in `<dir>/graph_<n>/` (the directory layout is the emulator's own), with an

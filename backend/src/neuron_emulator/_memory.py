@@ -50,20 +50,22 @@ def _acquire(key: int, nbytes: int, index: int) -> None:
             return
         _refs[key] = [1, nbytes, index]
         s = _stats.get(index) or _dev_stats(index)
-        # once per fresh storage (every op result): comparisons, not max()/min() calls
-        current = s["current"] = s["current"] + nbytes
+        cur = s["current"] + nbytes
+        s["current"] = cur
         s["count"] += 1
         s["allocs"] += 1
         s["alloc_bytes"] += nbytes
-        if current > s["peak"]:
-            s["peak"] = current
-        cached = s["cached"]
-        reuse = nbytes if nbytes < cached else cached  # freed-but-reserved bytes first
-        if reuse:
-            s["cached"] = cached - reuse
-        reserved = s["reserved"] = s["reserved"] + nbytes - reuse
-        if reserved > s["reserved_peak"]:
-            s["reserved_peak"] = reserved
+        if cur > s["peak"]:
+            s["peak"] = cur
+        cached = s["cached"]  # freed-but-reserved bytes are reused first
+        if cached >= nbytes:
+            s["cached"] = cached - nbytes
+        else:
+            s["cached"] = 0
+            r = s["reserved"] + nbytes - cached
+            s["reserved"] = r
+            if r > s["reserved_peak"]:
+                s["reserved_peak"] = r
 
 
 def _release(cell: list) -> None:
