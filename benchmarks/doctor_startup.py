@@ -55,6 +55,8 @@ def children_cpu() -> float:
 
 
 def once(argv: list[str], env: dict, wrap: Path) -> dict[str, float]:
+    if argv[0].startswith("PYTHONPATH="):  # a baseline row: another neuron-env checkout
+        env, argv = dict(env, PYTHONPATH=argv[0].split("=", 1)[1]), argv[1:]
     """One run: wall clock, CPU with its waited-for children, and its own CPU (via `wrap`)."""
     out = wrap.with_suffix(".out")
     out.unlink(missing_ok=True)
@@ -107,6 +109,9 @@ def main() -> None:
     ap.add_argument("--no-collect-env", action="store_true", help="skip torch's collect_env")
     ap.add_argument("--neuron-env-python", default=sys.executable,
                     help="the interpreter neuron-env is installed in; default this one")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another neuron-env checkout (e.g. `git archive main` unpacked): its "
+                    "doctor runs interleaved with this one, on PYTHONPATH=DIR (before/after)")
     a = ap.parse_args()
     env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
     target = target_python(a.python)
@@ -115,6 +120,9 @@ def main() -> None:
     # an installed wheel has its bytecode compiled; a checkout under PYTHONDONTWRITEBYTECODE=1
     # would recompile every module on every run, which no user pays
     subprocess.run([a.neuron_env_python, "-c", COMPILE], check=True, timeout=300, env=env)
+    if a.baseline:
+        subprocess.run([a.neuron_env_python, "-c", COMPILE], check=True, timeout=300,
+                       env=dict(env, PYTHONPATH=a.baseline))
     ne = [a.neuron_env_python, "-m", "neuron_env"]
     rows = [
         ("typer hello (bare)", [a.neuron_env_python, str(hello)]),
@@ -123,6 +131,11 @@ def main() -> None:
         ("neuron-env doctor --format json", [*ne, "doctor", "--format", "json", "--python",
                                              target]),
     ]
+    if a.baseline:  # both doctors on a PYTHONPATH, so that both pay its extra look-ups
+        here = str(Path(__file__).resolve().parent.parent)
+        rows[-1] = (rows[-1][0], [f"PYTHONPATH={here}", *rows[-1][1]])
+        rows.append(("baseline doctor --format json",
+                     [f"PYTHONPATH={a.baseline}", *rows[-1][1][1:]]))
     if not a.no_collect_env:
         rows.append(("python -m torch.utils.collect_env",
                      [target, "-m", "torch.utils.collect_env"]))
@@ -131,6 +144,9 @@ def main() -> None:
     print(f"load average after:  {os.getloadavg()[0]:.2f}")
     for clock in CLOCKS:
         report(clock, samples[clock], rows, a.runs, not a.no_collect_env)
+        if a.baseline:
+            print(f"[{clock}] baseline doctor / hello = "
+                  f"{ratio(samples[clock], 'baseline doctor --format json', 'typer hello (bare)')}")
 
 
 def report(clock: str, s: dict, rows: list, runs: int, collect_env: bool) -> None:
@@ -141,7 +157,7 @@ def report(clock: str, s: dict, rows: list, runs: int, collect_env: bool) -> Non
         print(f"{'':<{len(clock) + 3}}{name:<36}{statistics.median(v):>10.3f}{min(v):>8.3f}"
               f"{max(v):>8.3f}")
     doc, hel = "neuron-env doctor --format json", "typer hello (bare)"
-    print(f"[{clock}] doctor / typer hello    = {ratio(s, doc, hel)}   (target <= 1.5)")
+    print(f"[{clock}] doctor / typer hello    = {ratio(s, doc, hel)}   (goal <= 1.2, #39)")
     print(f"[{clock}] --version / typer hello = {ratio(s, 'neuron-env --version', hel)}")
     print(f"[{clock}] matrix show / hello     = {ratio(s, 'neuron-env matrix show', hel)}")
     if collect_env:

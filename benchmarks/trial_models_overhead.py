@@ -67,8 +67,8 @@ print(ok, statistics.median(ts), fallback)
 """
 
 
-def main() -> None:
-    for name in ("gpt2", "resnet"):
+def main(models: tuple[str, ...] = ("gpt2", "resnet")) -> None:
+    for name in models:
         print(f"-- {name}")
         compare(BARE.replace("@PATH@", repr(str(MODELS))).replace("@NAME@", repr(name)),
                 ["trial", f"{MODELS}:{name}", "--iterations", "10"], f"{name} trial")

@@ -6,14 +6,11 @@ install --backend emulated` needs no build backend, no index and no network.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import re
-import zipfile
 from pathlib import Path
 
-from neuron_env.util.atomic import write_atomic
+# doctor reads REQUIRES_PYTHON from here on every run (checks/rehearsal.py): what only building
+# a wheel needs (hashlib loads OpenSSL; zipfile, base64, util.atomic) is imported by build()
 
 DIST = "neuron_emulator"
 NAME = "neuron-emulator"
@@ -41,12 +38,20 @@ def version(src: Path | None = None) -> str:
 
 
 def _record_line(name: str, data: bytes) -> str:
+    import base64
+    import hashlib
+
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{name},sha256={digest},{len(data)}"
 
 
 def build(out_dir: Path, src: Path | None = None) -> Path:
     """Write neuron_emulator-<version>-py3-none-any.whl into out_dir; return its path."""
+    import io
+    import zipfile
+
+    from neuron_env.util.atomic import write_atomic
+
     src = src or source_dir()
     ver = version(src)
     info = f"{DIST}-{ver}.dist-info"

@@ -79,3 +79,14 @@ def test_crashing_check_gives_exit_3_and_a_full_report(tmp_path, monkeypatch):
     assert len(doc["results"]) == len(checks.select([], [])) and doc["exit_code"] == 3
     text = CliRunner().invoke(app, ["doctor", "--root", str(root)])
     assert text.exit_code == 3 and "INTERNAL ERROR" in text.stdout
+
+
+def test_the_emulated_rehearsal_check_imports_no_wheel_building():
+    """checks/rehearsal.py reads REQUIRES_PYTHON from install/emulator_wheel.py on every doctor
+    run against an emulated target: hashlib (OpenSSL), zipfile and base64 are for build()."""
+    code = ("import sys\nfrom neuron_env.install.emulator_wheel import REQUIRES_PYTHON\n"
+            "print(','.join(m for m in ('hashlib', 'zipfile', 'base64', "
+            "'neuron_env.util.atomic') if m in sys.modules))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       check=True)
+    assert p.stdout.strip() == "", p.stdout

@@ -80,7 +80,7 @@ def _release(cell: list) -> None:
         if ref[0] > 0:
             return
         del _refs[key]
-        s = _dev_stats(ref[2])
+        s = _stats.get(ref[2]) or _dev_stats(ref[2])
         s["current"] -= ref[1]
         s["count"] -= 1
         s["frees"] += 1
@@ -102,7 +102,8 @@ def track(elem: torch.Tensor, index: int) -> list:
     cell = [key, index]
     if key:
         _acquire(key, st.nbytes(), index)
-        _watch(elem, cell)
+        ref = weakref.ref(elem, _dead)  # _watch, inline: once per op result
+        _cells[id(ref)] = (ref, cell)
     return cell
 
 

@@ -96,7 +96,7 @@ def _load(from_autoload: bool) -> bool:
     from neuron_emulator import _autocast, _autoselect, _device_module
 
     module = _device_module.NeuronModule()
-    _setup_privateuseone_for_python_backend("neuron", module)
+    _setup_privateuseone_for_python_backend("neuron", module, device_guard=_device_guard())
     # storages too: `.is_neuron` on a device tensor's (Typed/Untyped)Storage
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=False, for_module=False, for_packed_sequence=False, for_storage=True)
@@ -163,3 +163,18 @@ def _real_torch_neuronx() -> str | None:
 
 def autoload_disabled() -> bool:
     return os.getenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "1"
+
+
+def _device_guard():
+    """torch's Python device guard (backend_registration's dummy) with type_() returning a
+    constant: C++ asks it on every device guard, hundreds of times a training step (the
+    autograd engine, once per backward node), and the dummy looks up three attributes each."""
+    import torch
+
+    private_use1 = torch._C._autograd.DeviceType.PrivateUse1
+
+    class Guard(torch._C._acc.DeviceGuard):
+        def type_(self):
+            return private_use1
+
+    return Guard()

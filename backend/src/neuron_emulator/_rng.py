@@ -62,6 +62,14 @@ def call(func, args, kwargs, index: int):
     return (func if plan == "kwarg" else plan)(*args, **kwargs)
 
 
+def plain(func) -> bool:
+    """call() would only call `func` itself: no generator, no device kernel, not dropout."""
+    plan = _plan.get(id(func), _UNSET)
+    if plan is _UNSET:
+        plan = _plan[id(func)] = _plan_for(func)
+    return plan is None and func is not _DROPOUT
+
+
 def _dropout(x, p, index):
     mask = torch.empty_like(x, dtype=torch.bool).bernoulli_(1 - p, generator=generator(index))
     scale = 0.0 if p >= 1 else 1.0 / (1 - p)

@@ -28,14 +28,7 @@ class NeuronTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, index: int = 0):
-        r = torch.Tensor._make_wrapper_subclass(
-            cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
-            dtype=elem.dtype, layout=elem.layout, device=_DEVICES[index], requires_grad=False,
-        )
-        r._elem = elem
-        r._dev = index
-        r._mem = _memory.track(elem, index)
-        return r
+        return _wrap(elem, index, cls)
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
@@ -81,9 +74,21 @@ class NeuronTensor(torch.Tensor):
         return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
                 (self._elem.detach().clone(), self.dtype, str(self.device), self.requires_grad))
 
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return dispatch(func, args, kwargs or {})
+    # __torch_dispatch__ is dispatch() itself (set below): one Python frame less per op
+
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+
+
+def _wrap(elem: torch.Tensor, index: int, cls: type = NeuronTensor) -> NeuronTensor:
+    """NeuronTensor(elem, index) without the class call (dispatch makes one per op result)."""
+    r = _make_wrapper(cls, elem.size(), strides=elem.stride(),
+                      storage_offset=elem.storage_offset(), dtype=elem.dtype,
+                      layout=elem.layout, device=_DEVICES[index], requires_grad=False)
+    r._elem = elem
+    r._dev = index
+    r._mem = _memory.track(elem, index)
+    return r
 
 
 def unwrap(x):
@@ -171,6 +176,7 @@ def _unwrap_all(seq):
 
 
 _CPU = torch.device("cpu")
+_F64 = torch.float64
 
 
 def _host(x):
@@ -264,18 +270,81 @@ def _make_plan(func) -> tuple:
     resized = func in _RESIZER_OPS
     resync_mode = 2 if resized else 1 if (writes_kwarg or name in _METADATA_INPLACE
                                           or "resize" in name) else 0
-    plan = (_SPECIAL.get(func), _fallback.entry(func), _limits._kind(func), resync_mode,
-            func in _SET_STORAGE, bool(_faults._active),
-            _scan_index if func in _INDEX_OPS else _scan)
+    special, kind, set_storage, faults = (_SPECIAL.get(func), _limits._kind(func),
+                                          func in _SET_STORAGE, bool(_faults._active))
+    # the common op: no special kernel, supported, no storage argument, no fault hooks, not an
+    # index op, nothing random (_rng.call would only call it): dispatch's fast path calls its
+    # C++ op directly
+    direct = func._op if (special is None and kind is None and not set_storage and not faults
+                          and func not in _INDEX_OPS and _rng.plain(func)) else None
+    plan = (special, _fallback.entry(func), kind, resync_mode, set_storage, faults,
+            _scan_index if func in _INDEX_OPS else _scan, direct)
     _PLANS[id(func)] = plan
     return plan
 
 
-def dispatch(func, args, kwargs):
+def _fast_scan(args) -> tuple | None:
+    """The common case in one pass: positional arguments of device tensors (one device) and
+    non-tensors (numbers, lists of numbers). (index, inputs by host-tensor id, host args), or
+    None when anything else is there (a CPU tensor, a list of tensors, no device tensor): the
+    general path (_scan) then decides, its errors included."""
+    index = None
+    inputs = {}
+    host = []
+    for a in args:
+        if a.__class__ is NeuronTensor:
+            e = a._elem
+            if index is None:
+                index = a._dev
+            elif a._dev != index:
+                return None
+            inputs[id(e)] = a
+            host.append(e)
+        elif isinstance(a, Tensor):
+            return None
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, (Tensor, list, tuple)):
+                    return None
+            host.append(a)
+        else:
+            host.append(a)
+    if index is None:
+        return None
+    return index, inputs, host
+
+
+def _plain_kwargs(kwargs: dict) -> bool:
+    """Keyword arguments the fast path passes as they are: no tensor, no list, no device
+    (addcdiv_'s value=, clone's memory_format=)."""
+    return "device" not in kwargs and not any(
+        isinstance(v, (Tensor, list, tuple)) for v in kwargs.values())
+
+
+def dispatch(cls, func, types, args=(), kwargs=None):
+    """NeuronTensor.__torch_dispatch__: run `func` on the host tensors, wrap its results."""
     plan = _PLANS.get(id(func))
     if plan is None:
         plan = _make_plan(func)
-    special, entry, kind, resync_mode, set_storage, faults, scan = plan
+    special, entry, kind, resync_mode, set_storage, faults, scan, direct = plan
+    if kwargs is None:
+        kwargs = {}
+    if direct is not None and (not kwargs or _plain_kwargs(kwargs)):
+        fast = _fast_scan(args)
+        if fast is not None:  # the steps below, less those that cannot apply to this op
+            _fallback.count(entry)
+            index, inputs, host_args = fast
+            out = direct(*host_args, **kwargs)
+            if type(out) is Tensor:
+                same = inputs.get(id(out))
+                if same is None:  # one fresh result (is_cpu: no torch.device made)
+                    if not out.is_cpu:
+                        return out
+                    return _wrap(out if out.dtype is not _F64 else _limits.as_device_dtype(out),
+                                 index)
+                if not resync_mode:  # in place (add_, mul_): the caller's tensor
+                    return same
+            return _rewrap_all(out, inputs, index, resync_mode)
     if faults:
         _faults.before(func)
     _fallback.count(entry)
@@ -298,9 +367,12 @@ def dispatch(func, args, kwargs):
     if type(out) is Tensor:  # the common case: one fresh result
         same = inputs.get(id(out))
         if same is None:
-            return NeuronTensor(_limits.as_device_dtype(out), index) \
+            return _wrap(_limits.as_device_dtype(out), index) \
                 if out.device.type == "cpu" else out
     return _rewrap_all(out, inputs, index, resync_mode)
+
+
+NeuronTensor.__torch_dispatch__ = classmethod(dispatch)  # type: ignore[assignment]
 
 
 def _rewrap(x, inputs, index, resync_mode=1):
@@ -315,7 +387,7 @@ def _rewrap(x, inputs, index, resync_mode=1):
         return same
     if x.device.type != "cpu":
         return x
-    return NeuronTensor(_limits.as_device_dtype(x), index)
+    return _wrap(_limits.as_device_dtype(x), index)
 
 
 def resync(t: NeuronTensor) -> None:

@@ -1,0 +1,14 @@
+"""Issue 39's row `emulator: add`, device / CPU (the row of emulator_overhead.py; run by hand).
+
+    TARGET/bin/python benchmarks/emulator_add.py [--clock cpu] [--compare BEFORE_SRC AFTER_SRC]
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.argv[1:1] = ["--row", "add"]
+
+from emulator_overhead import main  # noqa: E402
+
+main()
