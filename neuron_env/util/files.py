@@ -9,10 +9,12 @@ traceback (docs/security.md, "One reader")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,17 +143,24 @@ def parse_json(data: bytes | str, what: str, *, depth: int = MAX_DEPTH,
     return doc
 
 
-def check_regular(path: str | os.PathLike, limit: int, what: str) -> None:
-    """BadInput unless `path` is a regular file of at most `limit` bytes (opened O_NONBLOCK,
-    checked on the descriptor, closed: for a file another process reads, e.g. torch.load)."""
+@contextlib.contextmanager
+def _as_bad_input(what: str) -> Iterator[None]:
+    """An untrusted file that cannot be opened or read as a regular file: BadInput naming it."""
     try:
-        fd = _open_regular(path, nofollow=False)
+        yield
     except FileProblem as e:
         raise _bad(what, e.why) from None
     except FileNotFoundError:
         raise _bad(what, "no such file") from None
     except OSError as e:
         raise _bad(what, f"cannot be read: {e.strerror or e}") from None
+
+
+def check_regular(path: str | os.PathLike, limit: int, what: str) -> None:
+    """BadInput unless `path` is a regular file of at most `limit` bytes (opened O_NONBLOCK,
+    checked on the descriptor, closed: for a file another process reads, e.g. torch.load)."""
+    with _as_bad_input(what):
+        fd = _open_regular(path, nofollow=False)
     try:
         size = os.fstat(fd).st_size
     finally:
@@ -165,14 +174,8 @@ def read_json(path: str | os.PathLike, limit: int, what: str, *, depth: int = MA
     """THE reader of an untrusted JSON file (`--baseline`, `trial --collect`'s rank files):
     a regular file (a FIFO or a device is refused at once, never read), at most `limit` bytes,
     then parse_json. Every failure is BadInput (exit 2) naming `what`."""
-    try:
+    with _as_bad_input(what):
         data = read_bounded(path, limit, nofollow=False)
-    except FileProblem as e:
-        raise _bad(what, e.why) from None
-    except FileNotFoundError:
-        raise _bad(what, "no such file") from None
-    except OSError as e:
-        raise _bad(what, f"cannot be read: {e.strerror or e}") from None
     return parse_json(data, what, depth=depth, finite=finite)
 
 
