@@ -17,7 +17,7 @@ from neuron_env.util.wrap import split_top
 
 ORDER = ("apt", "host", "install", "smoke")
 PROBLEMS = ("fail", "warn", "error")
-TITLES = {"apt": "install the Neuron apt packages at the release's versions",
+TITLES = {"apt": "install the Neuron apt packages",
           "smoke": "then run the device smoke test in the new environment"}
 # the segments of a Neuron apt command: repository set-up, update, install
 _SETUP = re.compile(r"^(sudo install -d .*/etc/apt/keyrings|curl -fsSL \S+ \| sudo gpg .*|"
@@ -99,8 +99,10 @@ def plan(results: Iterable[Result], smoke: bool = False) -> list[Step]:
         cmd = merge_apt(sorted((r.fix_command or "" for r in apt), key=lambda c: not any(
             _SETUP.match(s) for s in split_top(c, "&&"))))
         notes = list(dict.fromkeys(p for r in apt if (p := prose(r))))  # e.g. "in the image"
-        steps.append(Step("apt", cmd, tuple(r.id for r in apt),
-                          " ".join([TITLES["apt"], *notes])))
+        # "at the release's versions" only where the command pins one (2.34 states none)
+        title = TITLES["apt"] + (" at the release's versions"
+                                 if re.search(r"\baws-neuron[\w-]*=", cmd) else "")
+        steps.append(Step("apt", cmd, tuple(r.id for r in apt), " ".join([title, *notes])))
     for k in ("host", "install"):
         by_cmd: dict[str, list[Result]] = {}
         for r in todo:
