@@ -42,6 +42,21 @@ def test_keyword_inputs_of_a_hugging_face_model_are_taken(hf_python):
     assert [x["shard"] for x in d["details"]["ranks"]] == [[0, 2], [2, 4]]
 
 
+@pytest.mark.parametrize("model", ["vit", "llama_labels", "mistral", "gpt2"])
+def test_more_architectures_give_the_one_process_verdict_in_two(hf_python, model):
+    """#40: every architecture tried gives a true verdict in one process and in two: beyond
+    BERT, a vision transformer, a decoder with GQA/RoPE called with `labels` (its own
+    `out.loss`), one with a sliding window, and GPT-2: two ranks match the one-process run on the
+    whole batch, and the one-process trial passes the same model."""
+    real = f"tests/fixtures/trial/real_models.py:{model}"
+    one_doc, one = trial(hf_python, real)
+    assert one_doc["exit_code"] == 0 and one["trial.eager"]["status"] == "pass", one["trial.eager"]
+    doc, r = trial(hf_python, real, "--world-size", "2")
+    d = _dist(r)
+    assert doc["exit_code"] == 0 and d["status"] == "pass", d["summary"]
+    assert "match one process on the whole batch" in d["summary"]
+
+
 def test_train_mode_dropout_is_compared_in_eval_mode_as_one_process_does(hf_python):
     """#40.4: the same rule as one process (its own function decides): dropout in train mode
     draws other masks for the whole batch and for a shard, so both run in eval mode."""
