@@ -42,13 +42,16 @@ def test_keyword_inputs_of_a_hugging_face_model_are_taken(hf_python):
     assert [x["shard"] for x in d["details"]["ranks"]] == [[0, 2], [2, 4]]
 
 
-@pytest.mark.parametrize("model", ["vit", "llama_labels", "mistral", "gpt2"])
+@pytest.mark.parametrize("model", [
+    *(f"real_models.py:{m}" for m in ("vit", "llama_labels", "mistral", "gpt2")),
+    *(f"architectures.py:{m}" for m in ("t5", "deberta_v2", "mixtral", "convnext"))])
 def test_more_architectures_give_the_one_process_verdict_in_two(hf_python, model):
     """#40: every architecture tried gives a true verdict in one process and in two: beyond
     BERT, a vision transformer, a decoder with GQA/RoPE called with `labels` (its own
-    `out.loss`), one with a sliding window, and GPT-2: two ranks match the one-process run on the
-    whole batch, and the one-process trial passes the same model."""
-    real = f"tests/fixtures/trial/real_models.py:{model}"
+    `out.loss`), one with a sliding window, GPT-2, an encoder-decoder (T5), DeBERTa-v2, an MoE
+    (Mixtral) and a modern CNN (ConvNeXt): two ranks match the one-process run on the whole
+    batch, and the one-process trial passes the same model."""
+    real = f"tests/fixtures/trial/{model}"
     one_doc, one = trial(hf_python, real)
     assert one_doc["exit_code"] == 0 and one["trial.eager"]["status"] == "pass", one["trial.eager"]
     doc, r = trial(hf_python, real, "--world-size", "2")
