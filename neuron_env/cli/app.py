@@ -74,7 +74,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # -- options shared by several commands -------------------------------------------------------
-def matrix_option(help: str = "A bundled release (2.33) or a TOML file/directory."):
+def matrix_option(help: str = "A bundled release (2.34) or a TOML file/directory."):
     return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", metavar="RELEASE|PATH",
                         help=help)
 

@@ -33,7 +33,7 @@ class Installer(str, Enum):
              "/usr/bin/python3.12\n  neuron-env install --python ~/venv/bin/python --dry-run\n"
              "  neuron-env install --backend emulated --venv /tmp/rehearsal --yes")
 def install(
-    matrix: str = matrix_option("A bundled release (2.33) or a TOML file."),
+    matrix: str = matrix_option("A bundled release (2.34) or a TOML file."),
     python: str = python_option("Interpreter of the environment to install into (or to "
                                 "create --venv with)."),
     root: str = typer.Option(None, "--root", metavar="DIR", help="Read host files (OS) under DIR."),

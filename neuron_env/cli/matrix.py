@@ -21,7 +21,7 @@ def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
 
 
 @matrix_app.command("show")
-def matrix_show(release: str = typer.Argument(None, help="A release (2.33, 2.31) or a TOML "
+def matrix_show(release: str = typer.Argument(None, help="A release (2.34, 2.31) or a TOML "
                                                "file; default the newest."),
                 format: Fmt = typer.Option(Fmt.text, "--format"),
                 matrix_dir: list[Path] = MATRIX_DIR,

@@ -24,7 +24,7 @@ class Severity(str, Enum):
 @app.command()
 def scan(
     paths: list[str] = typer.Argument(None, metavar="PATH...", help="Files or directories."),
-    matrix: str = typer.Option(None, "--matrix", help="The release whose rules apply (2.33; "
+    matrix: str = typer.Option(None, "--matrix", help="The release whose rules apply (2.34; "
                                "default the newest bundled) or a rules TOML file."),
     format: ScanFmt = typer.Option(ScanFmt.text, "--format"),
     select: list[str] = typer.Option(None, "--select", help="Only these rules (ids or "
