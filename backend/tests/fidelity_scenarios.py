@@ -469,5 +469,70 @@ def cpu_inputs_of_a_compiled_graph_are_copied_to_the_device():
         os.environ.pop("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY")
 
 
+@scenario
+def optimizers_take_the_foreach_path_on_the_device():
+    """PyTorch picks the `_foreach_*` kernels for parameters on a device in its foreach list,
+    which names the PrivateUse1 backend (`neuron`); TorchNeuron's parameters are plain tensors
+    of that device, so AdamW, SGD and clip_grad_norm_ run foreach there. The emulator's
+    parameters (a tensor subclass) take the same path, with the CPU's results.
+    https://github.com/pytorch/pytorch/blob/v2.9.0/torch/utils/_foreach_utils.py"""
+    import torch
+    import torch_neuronx
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+    from torch.utils._foreach_utils import _has_foreach_support
+
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    dev = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                              torch.nn.Linear(16, 2)).to("neuron")
+    dev.load_state_dict(cpu.state_dict())
+    params = list(dev.parameters())
+    assert _default_to_fused_or_foreach(params, False, False) == (False, True)
+    assert _has_foreach_support(params, torch.device("neuron"))
+    x, y = torch.randn(32, 8), torch.randn(32, 2)
+    torch_neuronx.clear_op_tracking()
+    for model, xx, yy in ((cpu, x, y), (dev, x.to("neuron"), y.to("neuron"))):
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+        for _ in range(3):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xx), yy).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+    executed = torch_neuronx.get_executed_ops()
+    assert any(op.startswith("aten::_foreach_") for op in executed), executed
+    assert "aten::lerp_" not in executed, executed  # the per-parameter loop did not run
+    for pc, pd in zip(cpu.parameters(), dev.parameters(), strict=True):
+        torch.testing.assert_close(pd.detach().cpu(), pc.detach(), rtol=1e-5, atol=1e-6)
+
+
+@scenario
+def a_storage_is_counted_until_its_last_view_dies():
+    """The caching allocator's accounting is per storage: views share their base's bytes,
+    the last view frees them, a storage resized in place counts its new size.
+    https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management"""
+    import gc
+
+    import torch
+
+    gc.collect()
+    base = torch.neuron.memory_allocated()
+    x = torch.zeros(256, 1024, device="neuron")  # 1 MiB
+    views = [x.view(1024, 256), x.t(), x[3:], x.detach(), x.reshape(-1)[::2]]
+    chain = views[1].unsqueeze(0).expand(2, 1024, 256)
+    assert torch.neuron.memory_allocated() - base == 1 << 20
+    del x, views
+    assert torch.neuron.memory_allocated() - base == 1 << 20  # `chain` holds the storage
+    y = torch.empty(16, device="neuron")
+    y.resize_(1024, 1024)  # 64 B -> 4 MiB, one storage
+    assert torch.neuron.memory_allocated() - base == (1 << 20) + (4 << 20)
+    stats = torch.neuron.memory_stats()
+    del chain
+    assert torch.neuron.memory_allocated() - base == 4 << 20
+    del y
+    assert torch.neuron.memory_allocated() == base
+    assert torch.neuron.memory_stats()["allocation.all.freed"] >= \
+        stats["allocation.all.freed"] + 2
+
+
 if __name__ == "__main__":
     main()

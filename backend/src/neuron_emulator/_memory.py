@@ -28,9 +28,19 @@ def _memory_bytes() -> int:
 
 MEMORY_BYTES = _memory_bytes()
 _lock = threading.Lock()
-_refs: dict[int, list] = {}  # storage data_ptr -> [wrapper count, nbytes, device]
-_cells: dict = {}  # id(weakref to a host tensor) -> (that weakref, its cell); cheaper than finalize
 _stats: dict[int, dict[str, int]] = {}
+
+
+class _StorageRef(weakref.ref):
+    """A weak reference to a host storage that holds device memory, with what it counts.
+    torch keeps one Python object per storage for as long as the storage lives (PyObject
+    preservation), so the reference dies with the storage itself: after its last tensor or
+    view, not with any one wrapper."""
+
+    __slots__ = ("index", "key", "nbytes")
+
+
+_live: dict[int, _StorageRef] = {}  # id(host storage) -> its reference
 
 
 def _dev_stats(index: int) -> dict[str, int]:
@@ -42,69 +52,72 @@ def _dev_stats(index: int) -> dict[str, int]:
     return s
 
 
-def _acquire(key: int, nbytes: int, index: int) -> None:
-    with _lock:
-        ref = _refs.get(key)
-        if ref is not None:
-            ref[0] += 1
-            return
-        _refs[key] = [1, nbytes, index]
-        s = _stats.get(index) or _dev_stats(index)
-        cur = s["current"] + nbytes
-        s["current"] = cur
-        s["count"] += 1
-        s["allocs"] += 1
-        s["alloc_bytes"] += nbytes
-        if cur > s["peak"]:
-            s["peak"] = cur
-        cached = s["cached"]  # freed-but-reserved bytes are reused first
-        if cached >= nbytes:
-            s["cached"] = cached - nbytes
-        else:
-            s["cached"] = 0
-            r = s["reserved"] + nbytes - cached
-            s["reserved"] = r
-            if r > s["reserved_peak"]:
-                s["reserved_peak"] = r
+def _alloc(nbytes: int, index: int) -> None:
+    """Count an allocation (under _lock)."""
+    s = _stats.get(index) or _dev_stats(index)
+    cur = s["current"] + nbytes
+    s["current"] = cur
+    s["count"] += 1
+    s["allocs"] += 1
+    s["alloc_bytes"] += nbytes
+    if cur > s["peak"]:
+        s["peak"] = cur
+    cached = s["cached"]  # freed-but-reserved bytes are reused first
+    if cached >= nbytes:
+        s["cached"] = cached - nbytes
+    else:
+        s["cached"] = 0
+        r = s["reserved"] + nbytes - cached
+        s["reserved"] = r
+        if r > s["reserved_peak"]:
+            s["reserved_peak"] = r
 
 
-def _release(cell: list) -> None:
-    key = cell[0]
-    if not key:
-        return
-    with _lock:
-        ref = _refs.get(key)
-        if ref is None:
-            return
-        ref[0] -= 1
-        if ref[0] > 0:
-            return
-        del _refs[key]
-        s = _stats.get(ref[2]) or _dev_stats(ref[2])
-        s["current"] -= ref[1]
-        s["count"] -= 1
-        s["frees"] += 1
-        s["freed_bytes"] += ref[1]
-        s["cached"] += ref[1]  # stays reserved until empty_cache()
+def _free(nbytes: int, index: int) -> None:
+    """Count a free (under _lock): the bytes stay reserved until empty_cache()."""
+    s = _stats.get(index) or _dev_stats(index)
+    s["current"] -= nbytes
+    s["count"] -= 1
+    s["frees"] += 1
+    s["freed_bytes"] += nbytes
+    s["cached"] += nbytes
 
 
-def track(elem: torch.Tensor, index: int) -> list:
-    """Count `elem`'s storage on device `index` while `elem` (the host data of one device
-    tensor) lives; returns the cell. (No weakref on the device tensor itself: that would stop
-    nn.Module.to() from swapping it.)"""
+def track(elem: torch.Tensor, index: int) -> None:
+    """Count `elem`'s storage on device `index` while it lives (`elem`: the host data of a
+    device tensor). A view shares a counted storage: one dictionary look-up, nothing more.
+    (No weakref on the device tensor itself: that would stop nn.Module.to() swapping it.)"""
     if type(elem) is not torch.Tensor and _is_traced(elem):
-        return [0, index]
+        return
     try:
         st = elem.untyped_storage()
-        key = st.data_ptr()
     except (RuntimeError, NotImplementedError):  # fake/functional tensors while tracing
-        return [0, index]
-    cell = [key, index]
-    if key:
-        _acquire(key, st.nbytes(), index)
-        ref = weakref.ref(elem, _dead)  # _watch, inline: once per op result
-        _cells[id(ref)] = (ref, cell)
-    return cell
+        return
+    if id(st) not in _live:
+        _start(st, index)
+
+
+def _start(st, index: int) -> None:
+    try:
+        nbytes = st.nbytes() if st.data_ptr() else 0
+    except (RuntimeError, NotImplementedError):  # "an invalid python storage" (tracing)
+        return
+    ref = _StorageRef(st, _dead)  # made outside the lock: an allocation may run the GC
+    ref.key, ref.nbytes, ref.index = id(st), nbytes, index
+    with _lock:
+        if ref.key in _live:  # another thread was first
+            return
+        _live[ref.key] = ref
+        if ref.nbytes:
+            _alloc(ref.nbytes, index)
+
+
+def _dead(ref: _StorageRef) -> None:
+    with _lock:
+        if _live.get(ref.key) is ref:
+            del _live[ref.key]
+            if ref.nbytes:
+                _free(ref.nbytes, ref.index)
 
 
 def _is_traced(elem: torch.Tensor) -> bool:
@@ -114,30 +127,28 @@ def _is_traced(elem: torch.Tensor) -> bool:
     return isinstance(elem, FakeTensor) or torch._is_functional_tensor(elem)
 
 
-def _dead(ref) -> None:
-    entry = _cells.pop(id(ref), None)
-    if entry is not None:
-        _release(entry[1])
-
-
-def _watch(elem: torch.Tensor, cell: list) -> None:
-    ref = weakref.ref(elem, _dead)
-    _cells[id(ref)] = (ref, cell)
-
-
 def retrack(wrapper) -> None:
-    """After resize_/set_ the wrapper's storage may be another one."""
-    cell = wrapper._mem
-    st = wrapper._elem.untyped_storage()
-    if st.data_ptr() == cell[0]:
+    """After resize_/set_ (FSDP2 frees and re-allocates by resizing): the wrapper's storage
+    may be another one, or the same one with other bytes (freed, then allocated again)."""
+    elem = wrapper._elem
+    if type(elem) is not torch.Tensor and _is_traced(elem):
         return
-    _release(cell)
-    had = bool(cell[0])
-    cell[0] = st.data_ptr()
-    if cell[0]:
-        _acquire(cell[0], st.nbytes(), cell[1])
-        if not had:
-            _watch(wrapper._elem, cell)
+    st = elem.untyped_storage()
+    ref = _live.get(id(st))
+    if ref is None:
+        _start(st, wrapper._dev)
+        return
+    try:
+        nbytes = st.nbytes() if st.data_ptr() else 0
+    except (RuntimeError, NotImplementedError):
+        return
+    with _lock:
+        if nbytes != ref.nbytes:
+            if ref.nbytes:
+                _free(ref.nbytes, ref.index)
+            ref.nbytes = nbytes
+            if nbytes:
+                _alloc(nbytes, ref.index)
 
 
 def check_allocation(shape, dtype, index: int) -> None:

@@ -133,6 +133,7 @@ def _load(from_autoload: bool) -> bool:
     _limits.install_transform_guards()
     _limits.install_storage_guard()
     _limits.install_backward_message()
+    _tensor.install_foreach_types()
     _register_distributed()
     _state.update(loaded=True, reason="loaded")
     return True

@@ -87,7 +87,7 @@ def _wrap(elem: torch.Tensor, index: int, cls: type = NeuronTensor) -> NeuronTen
                       layout=elem.layout, device=_DEVICES[index], requires_grad=False)
     r._elem = elem
     r._dev = index
-    r._mem = _memory.track(elem, index)
+    _memory.track(elem, index)
     return r
 
 
@@ -457,6 +457,21 @@ def install_fake_constant_guard() -> None:
     def may_turn_const(self, t) -> bool:
         return not isinstance(t, NeuronTensor) and original(self, t)
     FakeTensorMode.may_turn_const = may_turn_const
+
+
+def install_foreach_types() -> None:
+    """Optimizers and grad clipping take torch's `_foreach_*` kernels on the device, as on
+    TorchNeuron. torch picks foreach for parameters of a foreach device (its list names the
+    PrivateUse1 backend, i.e. `neuron`) whose type is exactly Tensor or Parameter: real device
+    parameters are plain tensors, the emulator's are NeuronTensor, so without this AdamW, SGD
+    and clip_grad_norm_ would run their per-tensor loops here and foreach on the device."""
+    import torch.optim.optimizer as optimizer
+    import torch.utils._foreach_utils as foreach_utils
+
+    for types in (getattr(optimizer, "_foreach_supported_types", None),
+                  getattr(foreach_utils, "_foreach_supported_types", None)):
+        if isinstance(types, list) and NeuronTensor not in types:
+            types.append(NeuronTensor)
 
 
 def register_serialization() -> None:
