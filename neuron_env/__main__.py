@@ -1,3 +1,3 @@
-from neuron_env.cli import main
+from neuron_env.entry import main
 
 main()

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from neuron_env import __version__
-from neuron_env.errors import EXIT_INTERNAL, Interrupted, NeuronEnvError
+from neuron_env import __version__, boundary
 
 if TYPE_CHECKING:
     from neuron_env.report.model import Document, Report
@@ -190,67 +189,25 @@ report_outputs.neuron_env_output = True  # type: ignore[attr-defined]
 output_dir.neuron_env_output = True  # type: ignore[attr-defined]
 
 
-def split(values: list[str] | None) -> list[str]:
-    """`--only a,b --only c` -> [a, b, c]."""
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+split = boundary.split  # `--only a,b --only c` -> [a, b, c]
 
 
-# -- the boundary -----------------------------------------------------------------------------
+# -- the boundary (neuron_env/boundary.py: typer-free, shared with entry.py) -----------------
 def emit(produce: Callable[[], Report | Document], fmt: str, schema: str, *, verbose: bool = False,
          interrupted: str = "interrupted", reports: tuple[str, ...] = ()) -> NoReturn:
     """Run `produce`, render what it returns (or the error it raised) as `fmt`, exit.
     `reports`: the --report FORMAT:PATH specs, which get the error document on failure."""
     from neuron_env.cli import requires
-    from neuron_env.report.render import render
-    from neuron_env.report.text import use_colour
 
-    try:
-        requires.check(requires.current_context())  # an option without its partner: exit 2
-        out = produce()
-        text = render(out, fmt, verbose=verbose, colour=use_colour(), width=terminal_width())
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        fail(Interrupted(interrupted), fmt, schema, reports)
-    except Exception as e:  # the one place an exception becomes a message and an exit code
-        fail(e, fmt, schema, reports)
-    sys.stdout.write(text)
-    raise typer.Exit(out.exit_code)
-
-
-def terminal_width() -> int | None:
-    """stdout's width when it is a terminal (text is fitted to it); None when piped (one line
-    per item, for grep and logs)."""
-    if not (hasattr(sys.stdout, "isatty") and sys.stdout.isatty()):
-        return None
-    return max(shutil.get_terminal_size((80, 24)).columns, 20)
+    raise typer.Exit(boundary.run(
+        produce, fmt, schema, verbose=verbose, interrupted=interrupted, reports=reports,
+        # an option without its partner: exit 2
+        before=lambda: requires.check(requires.current_context()), passthrough=(typer.Exit,)))
 
 
 def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> NoReturn:
     """Report an error the way the chosen format speaks (and into every --report), exit."""
-    from neuron_env.report.render import render_error, write_error_reports
-    from neuron_env.util import redact
-    from neuron_env.util.text import clean
-
-    if isinstance(err, NeuronEnvError):
-        code, payload, text = err.exit_code, err.to_dict(), err.render()
-    else:
-        import traceback
-
-        code = EXIT_INTERNAL
-        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
-        payload = {"code": "internal", "message": f"{type(err).__name__}: {err}",
-                   "hint": "this is a neuron-env bug: please report it", "traceback": tb}
-        text = f"internal error: {type(err).__name__}: {err}\n{tb}"
-    if not getattr(err, "reports_written", False):
-        write_error_reports(reports, schema, code, payload)
-    if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
-        line = " ".join(redact.mask(f"ERROR: neuron-env: {payload['message']}").split())
-        sys.stdout.write(clean(line, one_line=True)[:120] + "\n")
-    elif fmt != "text":
-        sys.stdout.write(render_error(schema, code, payload, fmt))
-    sys.stderr.write(clean(redact.text(f"neuron-env: {text}\n")))
-    raise typer.Exit(code)
+    raise typer.Exit(boundary.fail(err, fmt, schema, reports))
 
 
 def _parse_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
@@ -269,7 +226,7 @@ def main() -> None:
 
     usage, abort = _parse_errors()
     stop: tuple[type[BaseException], ...] = (KeyboardInterrupt, *abort)
-    _sigterm_interrupts()
+    boundary.sigterm_interrupts()
     try:
         # parse errors come back here (JSON mode speaks JSON); only the command run is
         # imported and built
@@ -283,16 +240,6 @@ def main() -> None:
 
     gc.freeze()  # exiting: the interpreter's last collections need not walk what the run made
     sys.exit(rc if isinstance(rc, int) else 0)
-
-
-def _sigterm_interrupts() -> None:
-    """SIGTERM (systemd, Slurm, `timeout`, a CI runner) ends a command like Ctrl-C: children
-    killed, exit 130 and, under --format json, still one JSON document."""
-    import signal
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, handler)
 
 
 _SCHEMAS = {"matrix show": "matrix", "imagebuilder-component": "component"}

@@ -15,7 +15,6 @@ from neuron_env.cli.app import (
     report_outputs,
     root_option,
     seconds,
-    split,
     wait_seconds,
 )
 
@@ -39,22 +38,6 @@ def _confirm(commands: list[str], yes: bool) -> bool:
         return False
     sys.stderr.write(f"doctor --fix will run:\n{say}\n")
     return typer.confirm("Run them?", default=False, err=True)
-
-
-def _step_lines(smoke: bool, fmt: str) -> bool:
-    """--smoke says its steps on stderr as smoke does (text output, or a terminal)."""
-    if not smoke:
-        return False
-    from neuron_env.smoke.live import watched
-
-    return watched(fmt)
-
-
-def _waivers(waive, reason, until, waivers_file):
-    from neuron_env.checks import waivers as w
-
-    found = w.from_flags(split(waive), list(reason or ()), list(until or ()))
-    return tuple(found + (w.from_file(waivers_file) if waivers_file else []))
 
 
 @app.command(epilog=EXAMPLES)
@@ -120,29 +103,16 @@ def doctor(
                                      "(scontrol) when doctor fails; resume it when it passes."),
 ) -> None:
     """Check this host against the version matrix. The environment, driver and devices too."""
+    flags = dict(locals(), format=format.value)  # the parameters, by name (nothing else yet)
     if list_checks:
         from neuron_env.commands import list_checks as lc
 
         emit(lambda: lc.run(matrix), format.value, lc.SCHEMA)
 
+    from neuron_env.commands import doctor_flags
+
     def produce():
-        # start the target probe first: it runs while the rest of neuron-env is imported
-        from neuron_env.probes.facts import start_target
-
-        started = start_target(python)
-        from neuron_env.commands.doctor import DoctorOptions, command
-
-        return command(DoctorOptions(
-            matrix=matrix, python=python, root=root, instance_type=instance_type,
-            only=split(only), skip=split(skip), strict=strict, aws=aws, smoke=smoke,
-            collectives=collectives, step_lines=_step_lines(smoke, format.value),
-            smoke_timeout=smoke_timeout, neuron_index_url=neuron_index_url,
-            pytorch_index_url=pytorch_index_url, tag_instance=tag_instance,
-            publish_ssm=publish_ssm, strict_publish=strict_publish, reports=tuple(report or ()),
-            waivers=_waivers(waive, reason, until, waivers_file), wait=wait,
-            all_packages=all_packages, expect_efa=expect_efa, fix=fix, slurm_drain=slurm_drain,
-            verbose=verbose),
-            started, confirm=lambda commands: _confirm(commands, yes))
+        return doctor_flags.run(flags, confirm=lambda commands: _confirm(commands, yes))
 
     emit(produce, format.value, "neuron-env.doctor/1", verbose=verbose,
          reports=tuple(report or ()))

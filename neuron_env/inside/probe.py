@@ -61,15 +61,37 @@ def read_text(path, limit=65536):
         return None
 
 
+def _header_lines(path, limit):
+    """The lines of a METADATA/PKG-INFO file up to its first blank line (the header block),
+    read in growing pieces: the long description after it (often most of the file) is never
+    read or split. None when the file cannot be read."""
+    size, data = 8192, b""
+    try:
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(min(size, limit - len(data)))
+                data += chunk
+                done = not chunk or len(data) >= limit
+                lines = data.decode("utf-8", "replace").splitlines()
+                if not done:
+                    lines = lines[:-1]  # the last line may be cut (or a character in it)
+                for i, line in enumerate(lines):
+                    if not line.strip():
+                        return lines[:i]
+                if done:
+                    return lines
+                size *= 2
+    except OSError:
+        return None
+
+
 def _headers(path):
     """Name and Version from a METADATA/PKG-INFO header block (RFC 822 style)."""
-    text = read_text(path, 256 * 1024)
-    if text is None:
+    lines = _header_lines(path, 256 * 1024)
+    if lines is None:
         return None, None, "cannot read %s" % path
     name = version = None
-    for line in text.splitlines():
-        if not line.strip():
-            break  # the body (long description) starts here
+    for line in lines:
         key, sep, value = line.partition(":")
         if not sep:
             continue

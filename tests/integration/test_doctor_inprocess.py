@@ -37,12 +37,13 @@ NEVER = ("torch", "boto3", "botocore", "rich", "matplotlib", "neuron_env.report.
 WARM_NEVER = ("tomllib", "tomli", "neuron_env.matrix.semantics", "tempfile")
 
 
-def _doctor_imports(root, env) -> tuple[list[str], dict]:
-    """(modules of NEVER + WARM_NEVER that doctor imported, its JSON) in a fresh interpreter."""
-    code = ("import sys\nfrom neuron_env.cli import main\nsys.argv=['neuron-env','doctor',"
+def _doctor_imports(root, env, main="neuron_env.cli", never=()) -> tuple[list[str], dict]:
+    """(modules of NEVER + WARM_NEVER (+ `never`) that doctor imported, its JSON) in a fresh
+    interpreter; `main`: the module whose main() runs (neuron_env.cli: the typer app)."""
+    code = (f"import sys\nfrom {main} import main\nsys.argv=['neuron-env','doctor',"
             f"'--root',{str(root)!r},'--format','json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            f"bad=[m for m in {NEVER + WARM_NEVER!r} if m in sys.modules]\n"
+            f"bad=[m for m in {NEVER + WARM_NEVER + tuple(never)!r} if m in sys.modules]\n"
             "sys.stderr.write('IMPORTED=%s' % ','.join(bad))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=env)
@@ -60,6 +61,22 @@ def test_doctor_never_imports_torch_boto3_resolution_or_what_it_need_not(tmp_pat
     warm, again = _doctor_imports(root, env)
     assert warm == [], warm
     assert [r["id"] for r in again["results"]] == [r["id"] for r in doc["results"]]
+
+
+def test_the_console_entry_runs_common_doctor_lines_without_typer_and_says_the_same(tmp_path):
+    """entry.py (the `neuron-env` script, `python -m neuron_env`): doctor --root R --format json
+    imports no typer (nor click) and prints what the typer command prints."""
+    root = roots.trn2_host(tmp_path / "r")
+    env = dict(os.environ, NEURON_ENV_CACHE_DIR=str(tmp_path / "cache"))
+    _doctor_imports(root, env)  # warm the matrix cache
+    bad, fast = _doctor_imports(root, env, "neuron_env.entry", ("typer", "click", "typer._click"))
+    assert bad == [], bad
+    _, slow = _doctor_imports(root, env)
+    for doc in (fast, slow):  # timings apart, every byte the same
+        doc.pop("elapsed_s")
+        for r in doc["results"]:
+            r.pop("duration_s", None)
+    assert fast == slow
 
 
 def test_crashing_check_gives_exit_3_and_a_full_report(tmp_path, monkeypatch):

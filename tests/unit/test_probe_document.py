@@ -66,3 +66,35 @@ def test_a_broken_or_empty_manifest_is_reported():
         assert t.manifest_error.startswith("/v/.neuron-env/install-manifest.json is not valid "
                                            "JSON: "), t.manifest_error
     assert _facts(manifest_text="[1]").manifest is None  # JSON, but no manifest
+
+
+def _headers_whole_file(path):
+    """The probe's header reading before it stopped at the blank line: the whole file (up to
+    256 KiB) decoded and split; the reference the piecewise reader must equal."""
+    with open(path, "rb") as f:
+        text = f.read(256 * 1024).decode("utf-8", "replace")
+    name = version = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "name" and name is None:
+            name = value.strip()
+        elif sep and key.strip().lower() == "version" and version is None:
+            version = value.strip()
+    return name, version, None
+
+
+@given(st.lists(st.sampled_from(["Classifier: Programming Language :: Python :: 3",
+                                 "Requires-Dist: numpy>=1.26; extra == 'x'", "Name: é-pkg",
+                                 "Version: 2.13.0", "Summary: ünïcode \u2028 text", "\r", " ",
+                                 "Name: later", "x" * 5000, "Version: 9", "", "body: Name: no"]),
+                max_size=60),
+       st.integers(0, 9000))
+def test_the_header_block_is_read_in_pieces_with_the_same_answer(tmp_path_factory, lines, pad):
+    """Headers longer than the first piece, a character cut at a piece's edge, no blank line,
+    a long body after the blank line: the same Name and Version as reading the whole file."""
+    path = tmp_path_factory.mktemp("m") / "METADATA"
+    path.write_bytes(("Metadata-Version: 2.1\nX-Pad: " + "é" * pad + "\n" + "\n".join(lines)
+                      + "\n\n" + "Name: from-the-body\n" * 3000).encode())
+    assert probe._headers(str(path)) == _headers_whole_file(str(path))
