@@ -28,6 +28,7 @@ def _memory_bytes() -> int:
 
 MEMORY_BYTES = _memory_bytes()
 _lock = threading.Lock()
+_TENSOR = torch.Tensor
 _stats: dict[int, dict[str, int]] = {}
 
 
@@ -87,29 +88,27 @@ def track(elem: torch.Tensor, index: int) -> None:
     """Count `elem`'s storage on device `index` while it lives (`elem`: the host data of a
     device tensor). A view shares a counted storage: one dictionary look-up, nothing more.
     (No weakref on the device tensor itself: that would stop nn.Module.to() swapping it.)"""
-    if type(elem) is not torch.Tensor and _is_traced(elem):
+    if type(elem) is not _TENSOR and _is_traced(elem):
         return
     try:
         st = elem.untyped_storage()
     except (RuntimeError, NotImplementedError):  # fake/functional tensors while tracing
         return
-    if id(st) not in _live:
-        _start(st, index)
-
-
-def _start(st, index: int) -> None:
+    key = id(st)
+    if key in _live:
+        return
     try:
         nbytes = st.nbytes() if st.data_ptr() else 0
     except (RuntimeError, NotImplementedError):  # "an invalid python storage" (tracing)
         return
     ref = _StorageRef(st, _dead)  # made outside the lock: an allocation may run the GC
-    ref.key, ref.nbytes, ref.index = id(st), nbytes, index
+    ref.key, ref.nbytes, ref.index = key, nbytes, index
     with _lock:
-        if ref.key in _live:  # another thread was first
+        if key in _live:  # another thread was first
             return
-        _live[ref.key] = ref
-        if ref.nbytes:
-            _alloc(ref.nbytes, index)
+        _live[key] = ref
+        if nbytes:
+            _alloc(nbytes, index)
 
 
 def _dead(ref: _StorageRef) -> None:
@@ -136,7 +135,7 @@ def retrack(wrapper) -> None:
     st = elem.untyped_storage()
     ref = _live.get(id(st))
     if ref is None:
-        _start(st, wrapper._dev)
+        track(elem, wrapper._dev)
         return
     try:
         nbytes = st.nbytes() if st.data_ptr() else 0
