@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # before torch: the emulator stays out
 
-import torch  # noqa: E402
+import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
