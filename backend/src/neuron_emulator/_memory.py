@@ -29,7 +29,23 @@ def _memory_bytes() -> int:
 MEMORY_BYTES = _memory_bytes()
 _lock = threading.Lock()
 _TENSOR = torch.Tensor
-_stats: dict[int, dict[str, int]] = {}
+
+
+class _Stats:
+    """One device's counters (slots: read and written on every fresh device tensor)."""
+
+    __slots__ = ("alloc_bytes", "allocs", "cached", "count", "current", "freed_bytes", "frees",
+                 "ooms", "peak", "reserved", "reserved_peak")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+_stats: dict[int, _Stats] = {}
 
 
 class _StorageRef(weakref.ref):
@@ -44,44 +60,42 @@ class _StorageRef(weakref.ref):
 _live: dict[int, _StorageRef] = {}  # id(host storage) -> its reference
 
 
-def _dev_stats(index: int) -> dict[str, int]:
+def _dev_stats(index: int) -> _Stats:
     s = _stats.get(index)
     if s is None:
-        s = _stats[index] = {"current": 0, "peak": 0, "count": 0, "allocs": 0, "frees": 0,
-                             "alloc_bytes": 0, "freed_bytes": 0, "ooms": 0, "reserved": 0,
-                             "reserved_peak": 0, "cached": 0}
+        s = _stats[index] = _Stats()
     return s
 
 
 def _alloc(nbytes: int, index: int) -> None:
     """Count an allocation (under _lock)."""
     s = _stats.get(index) or _dev_stats(index)
-    cur = s["current"] + nbytes
-    s["current"] = cur
-    s["count"] += 1
-    s["allocs"] += 1
-    s["alloc_bytes"] += nbytes
-    if cur > s["peak"]:
-        s["peak"] = cur
-    cached = s["cached"]  # freed-but-reserved bytes are reused first
+    cur = s.current + nbytes
+    s.current = cur
+    s.count += 1
+    s.allocs += 1
+    s.alloc_bytes += nbytes
+    if cur > s.peak:
+        s.peak = cur
+    cached = s.cached  # freed-but-reserved bytes are reused first
     if cached >= nbytes:
-        s["cached"] = cached - nbytes
+        s.cached = cached - nbytes
     else:
-        s["cached"] = 0
-        r = s["reserved"] + nbytes - cached
-        s["reserved"] = r
-        if r > s["reserved_peak"]:
-            s["reserved_peak"] = r
+        s.cached = 0
+        r = s.reserved + nbytes - cached
+        s.reserved = r
+        if r > s.reserved_peak:
+            s.reserved_peak = r
 
 
 def _free(nbytes: int, index: int) -> None:
     """Count a free (under _lock): the bytes stay reserved until empty_cache()."""
     s = _stats.get(index) or _dev_stats(index)
-    s["current"] -= nbytes
-    s["count"] -= 1
-    s["frees"] += 1
-    s["freed_bytes"] += nbytes
-    s["cached"] += nbytes
+    s.current -= nbytes
+    s.count -= 1
+    s.frees += 1
+    s.freed_bytes += nbytes
+    s.cached += nbytes
 
 
 def track(elem: torch.Tensor, index: int) -> None:
@@ -157,7 +171,7 @@ def check_allocation(shape, dtype, index: int) -> None:
     size = n * torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
     used = allocated(index)
     if size + used > MEMORY_BYTES:
-        _dev_stats(index)["ooms"] += 1
+        _dev_stats(index).ooms += 1
         raise torch.OutOfMemoryError(
             f"neuron (emulated): out of device memory on neuron:{index}: tried to allocate "
             f"{size / (1 << 30):.1f} GiB with {used / (1 << 30):.1f} GiB in use; the device has "
@@ -165,45 +179,45 @@ def check_allocation(shape, dtype, index: int) -> None:
 
 
 def allocated(index: int) -> int:
-    return _dev_stats(index)["current"]
+    return _dev_stats(index).current
 
 
 def peak(index: int) -> int:
-    return _dev_stats(index)["peak"]
+    return _dev_stats(index).peak
 
 
 def reserved(index: int) -> int:
-    return _dev_stats(index)["reserved"]
+    return _dev_stats(index).reserved
 
 
 def reserved_peak(index: int) -> int:
-    return _dev_stats(index)["reserved_peak"]
+    return _dev_stats(index).reserved_peak
 
 
 def empty_cache() -> None:
     """Return every device's freed-but-reserved bytes."""
     with _lock:
         for s in _stats.values():
-            s["reserved"] -= s["cached"]
-            s["cached"] = 0
+            s.reserved -= s.cached
+            s.cached = 0
 
 
 def reset_peak(index: int) -> None:
     with _lock:
         s = _dev_stats(index)
-        s["peak"] = s["current"]
-        s["reserved_peak"] = s["reserved"]
+        s.peak = s.current
+        s.reserved_peak = s.reserved
 
 
 def reset_accumulated(index: int) -> None:
     with _lock:
         s = _dev_stats(index)
-        s.update(allocs=0, frees=0, alloc_bytes=0, freed_bytes=0, ooms=0)
+        s.allocs = s.frees = s.alloc_bytes = s.freed_bytes = s.ooms = 0
 
 
 def stats(index: int) -> dict:
     """A memory_stats() dict with the keys torch.cuda.memory_stats() uses (the "all" pool)."""
-    s = dict(_dev_stats(index))
+    s = _dev_stats(index).as_dict()
     out = {}
     for kind in ("allocated_bytes", "active_bytes", "requested_bytes"):
         out.update({f"{kind}.all.current": s["current"], f"{kind}.all.peak": s["peak"],
