@@ -77,6 +77,14 @@ def test_the_console_entry_runs_common_doctor_lines_without_typer_and_says_the_s
         for r in doc["results"]:
             r.pop("duration_s", None)
     assert fast == slow
+    # the same screen, messages and exit codes: a failing host (1), a missing --root (2)
+    for args in (["--root", str(root)], ["--root", str(tmp_path / "absent")]):
+        runs = [subprocess.run([sys.executable, "-c", f"import sys; sys.argv[1:] = {args!r}; "
+                                f"sys.argv.insert(1, 'doctor'); from {m} import main; main()"],
+                               capture_output=True, text=True, timeout=60, env=env)
+                for m in ("neuron_env.entry", "neuron_env.cli")]
+        assert runs[0].returncode == runs[1].returncode in (1, 2), runs
+        assert (runs[0].stdout, runs[0].stderr) == (runs[1].stdout, runs[1].stderr)
 
 
 def test_crashing_check_gives_exit_3_and_a_full_report(tmp_path, monkeypatch):
