@@ -98,23 +98,36 @@ def _free(nbytes: int, index: int) -> None:
     s.cached += nbytes
 
 
+def _storage(elem: torch.Tensor):
+    """The host storage behind `elem`, or None when there is no memory to count (a fake or
+    functional tensor while torch.compile traces)."""
+    if type(elem) is not _TENSOR and _is_traced(elem):
+        return None
+    try:
+        return elem.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _bytes(st) -> int | None:
+    """A storage's bytes (0 without data), or None for "an invalid python storage" (tracing)."""
+    try:
+        return st.nbytes() if st.data_ptr() else 0
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
 def track(elem: torch.Tensor, index: int) -> None:
     """Count `elem`'s storage on device `index` while it lives (`elem`: the host data of a
     device tensor). A view shares a counted storage: one dictionary look-up, nothing more.
     (No weakref on the device tensor itself: that would stop nn.Module.to() swapping it.)"""
-    if type(elem) is not _TENSOR and _is_traced(elem):
+    st = _storage(elem)
+    if st is None or id(st) in _live:
         return
-    try:
-        st = elem.untyped_storage()
-    except (RuntimeError, NotImplementedError):  # fake/functional tensors while tracing
+    nbytes = _bytes(st)
+    if nbytes is None:
         return
     key = id(st)
-    if key in _live:
-        return
-    try:
-        nbytes = st.nbytes() if st.data_ptr() else 0
-    except (RuntimeError, NotImplementedError):  # "an invalid python storage" (tracing)
-        return
     ref = _StorageRef(st, _dead)  # made outside the lock: an allocation may run the GC
     ref.key, ref.nbytes, ref.index = key, nbytes, index
     with _lock:
@@ -143,17 +156,15 @@ def _is_traced(elem: torch.Tensor) -> bool:
 def retrack(wrapper) -> None:
     """After resize_/set_ (FSDP2 frees and re-allocates by resizing): the wrapper's storage
     may be another one, or the same one with other bytes (freed, then allocated again)."""
-    elem = wrapper._elem
-    if type(elem) is not torch.Tensor and _is_traced(elem):
+    st = _storage(wrapper._elem)
+    if st is None:
         return
-    st = elem.untyped_storage()
     ref = _live.get(id(st))
     if ref is None:
-        track(elem, wrapper._dev)
+        track(wrapper._elem, wrapper._dev)
         return
-    try:
-        nbytes = st.nbytes() if st.data_ptr() else 0
-    except (RuntimeError, NotImplementedError):
+    nbytes = _bytes(st)
+    if nbytes is None:
         return
     with _lock:
         if nbytes != ref.nbytes:
