@@ -48,7 +48,7 @@ def hourly_usd(price_list: Any) -> float | None:
     depth, no NaN/Infinity) and every part is type-checked; a price must be a finite number
     > 0. A malformed answer is AwsError("bad-answer"): a note on the cost, never a traceback."""
     from neuron_env.errors import BadInput
-    from neuron_env.util.files import parse_json
+    from neuron_env.util.files import number, parse_json
 
     if not isinstance(price_list, list):
         raise _bad("PriceList is not a list")
@@ -73,11 +73,7 @@ def hourly_usd(price_list: Any) -> float | None:
                 usd = (ppu or {}).get("USD")
                 if usd is None or not str(unit).lower().startswith("hr"):
                     continue
-                try:
-                    value = float(usd) if isinstance(usd, str | int | float) and \
-                        not isinstance(usd, bool) else math.nan
-                except ValueError:
-                    value = math.nan
+                value = number(usd)  # the one conversion: a 400-digit price is inf, not a crash
                 if not math.isfinite(value) or value < 0:
                     raise _bad(f"USD {str(usd)[:40]!r} is not a finite price")
                 if value > 0:

@@ -335,13 +335,17 @@ def backend_tools(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 
 @check("backend.emulator", "backend")
 def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """The emulated backend is for rehearsal: say so loudly wherever it is installed."""
+    """The emulated backend is for rehearsal: say so loudly wherever it is installed; on a
+    Neuron instance (a host fact) it is a failure: it would hide the hardware's state."""
+    from neuron_env.checks.rehearsal import neuron_instance
+
     if (r := _unusable("backend.emulator", facts)) is not None:
         return r
     emu = facts.target.dist("neuron-emulator")
     if emu is None:
         return Result("backend.emulator", "backend", "pass", "no emulated backend installed",
                       observed={"neuron-emulator": None})
+    uninstall = f"{shlex.quote(facts.target.path)} -m pip uninstall -y neuron-emulator"
     real = facts.target.dist("torch-neuronx")
     if real is not None and not m.placeholder(real.name, real.version):
         return Result("backend.emulator", "backend", "fail",
@@ -349,10 +353,16 @@ def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       f"torch-neuronx {real.version}: the emulator refuses to load when a real "
                       "torch_neuronx is importable, but both claim the 'neuron' device and "
                       "dynamo backend; uninstall the emulator", observed=emu.version,
-                      expected="torch-neuronx alone",
-                      fix=(uninstall := f"{shlex.quote(facts.target.path)} -m pip uninstall "
-                                        "-y neuron-emulator"), fix_command=uninstall,
+                      expected="torch-neuronx alone", fix=uninstall, fix_command=uninstall,
                       fix_safe=True)
+    if (itype := neuron_instance(facts, m)) is not None:
+        return Result("backend.emulator", "backend", "fail",
+                      f"EMULATED backend neuron-emulator {emu.version} installed on a "
+                      f"{itype}: a Neuron instance is judged by its hardware (the driver and "
+                      "device checks run), and an emulator there hides a missing or broken "
+                      "device from every workload; uninstall it", observed=emu.version,
+                      expected="no emulator on a Neuron instance", fix=uninstall,
+                      fix_command=uninstall, fix_safe=True)
     return Result("backend.emulator", "backend", "warn",
                   f"EMULATED neuron device (neuron-emulator {emu.version}): results come from "
                   "CPU emulation, not Trainium hardware", observed=emu.version,

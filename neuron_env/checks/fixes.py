@@ -7,6 +7,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from neuron_env.matrix.model import fmt_spec
+from neuron_env.util.render import sh
 
 if TYPE_CHECKING:
     from neuron_env.checks.registry import Context
@@ -47,7 +48,10 @@ def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> 
     o = facts.os
     if o.id not in APT_FAMILY or m.os_entry(o.id or "", o.version_id or "") is None:
         return None  # the Neuron apt repository has no suite for it
-    codename = o.codename or '$(. /etc/os-release && echo "$VERSION_CODENAME")'
+    # the codename is the image's text (os-release): one shell word, quoted by util/render
+    # (#45, finding 6); only the fallback expression is neuron-env's own
+    codename = sh(o.codename) if o.codename else \
+        '$(. /etc/os-release && echo "$VERSION_CODENAME")'
     headers = names is None or "aws-neuronx-dkms" in names  # dkms builds against them
     pkgs = ['"linux-headers-$(uname -r)"'] if headers else []
     pkgs += [shlex.quote(p) for p in apt_packages(m, names)]

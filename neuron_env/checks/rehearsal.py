@@ -33,11 +33,23 @@ NOT_USED = {
 }
 
 
+def neuron_instance(facts: HostFacts, m: Matrix) -> str | None:
+    """The Neuron instance type this host is (a family the matrix lists), or None. A host
+    fact: "not applicable" verdicts come from host facts only, never from the packages a venv
+    holds (issue #45, finding 4: a left-over emulator on a broken trn2 must not skip its
+    hardware checks)."""
+    from neuron_env.matrix.model import family_of
+
+    t = facts.instance.type
+    return t if t and m.family(family_of(t)) is not None else None
+
+
 def emulated(facts: HostFacts, m: Matrix) -> str | None:
-    """Why this is a rehearsal (the words verdicts start with), or None."""
+    """Why this is a rehearsal (the words verdicts start with), or None. Hardware facts
+    outrank package facts: a Neuron device or a Neuron instance type is judged as Trainium."""
     t = facts.target
     emu = t.dist(EMULATOR) if t.usable else None
-    if emu is None or facts.driver.device_nodes:
+    if emu is None or facts.driver.device_nodes or neuron_instance(facts, m):
         return None
     real = t.dist("torch-neuronx")
     if real is not None and not m.placeholder(real.name, real.version):

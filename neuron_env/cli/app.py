@@ -142,6 +142,9 @@ def _writable(path: str) -> None:
         check_output(path)
     except RefusedPath as e:
         raise typer.BadParameter(str(e)) from None
+    except Exception as e:  # any other failure of a callback is a usage error too (#45)
+        raise typer.BadParameter(f"{path}: cannot be examined ({type(e).__name__}: {e})") \
+            from None
 
 
 def output_path(value: str | None) -> str | None:
@@ -177,6 +180,8 @@ def output_dir(value: Path | str | None) -> Path | str | None:
         return value
     except OSError as e:
         raise typer.BadParameter(f"{value}: cannot be examined: {e.strerror or e}") from None
+    except (ValueError, OverflowError) as e:  # a NUL, an unbounded number: a usage error
+        raise typer.BadParameter(f"{value}: cannot be examined ({e})") from None
     if not stat.S_ISDIR(mode):
         what = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
         raise typer.BadParameter(f"{value} is {what}: neuron-env writes only into a real "

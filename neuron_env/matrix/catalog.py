@@ -20,13 +20,13 @@ from typing import Any
 
 from neuron_env.errors import ConfigurationError, MatrixError, Problem
 from neuron_env.matrix.loader import load_file
-from neuron_env.matrix.model import Matrix
+from neuron_env.matrix.model import RELEASE, Matrix
 from neuron_env.util.record import record
 from neuron_env.util.versions import Ver
 
 ENV_VAR = "NEURON_ENV_MATRIX"
 DIR_ENV_VAR = "NEURON_ENV_MATRIX_DIR"
-_FILE = re.compile(r"^neuron-(?P<release>[0-9][0-9A-Za-z.]*)\.toml$")
+_FILE = re.compile(rf"neuron-(?P<release>{RELEASE.pattern})\.toml")  # fullmatch only
 
 
 @record
@@ -93,7 +93,7 @@ def scan(directory: Path, bundled: bool = False, origin: str = "",
     except OSError:
         return []
     for name in names:
-        m = _FILE.match(name)
+        m = _FILE.fullmatch(name)
         if not m:
             continue
         try:

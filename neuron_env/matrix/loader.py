@@ -32,6 +32,7 @@ from neuron_env.matrix.model import (
     Placeholder,
     Source,
     TorchCompanion,
+    release_ok,
 )
 from neuron_env.matrix.references import source_ref_problems
 from neuron_env.util.files import FileProblem, read_bounded
@@ -236,6 +237,8 @@ def _parse(r: _Reader, data: _Table, source: str, bundled: bool) -> Matrix | Non
     release = r.str_(data, "release", "")
     if release is not None:
         try:
+            if not release_ok(release):  # the catalog's file-name grammar, nothing wider
+                raise ValueError(release)
             Ver(release)
         except ValueError:
             r.bad("release", f"{release!r} is not a release number such as '2.33' or '2.31.1'")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record
 from neuron_env.util.versions import Spec, Ver
@@ -256,6 +258,17 @@ class Matrix:
 
     def pairs_newest_first(self) -> list[Pair]:
         return sorted(self.pairs, key=lambda p: p.torch, reverse=True)
+
+
+# THE release grammar (#45, finding 12): what the loader accepts in `release = "..."`, what
+# `matrix import`/`matrix update` write as `neuron-<release>.toml` and what the catalog reads
+# back from that file name are the same strings: digits first, then digits, letters and dots.
+RELEASE = re.compile(r"[0-9][0-9A-Za-z.]*")
+
+
+def release_ok(release: str) -> bool:
+    """A release string the catalog's file-name pattern reads back as itself."""
+    return RELEASE.fullmatch(release) is not None
 
 
 def family_of(instance_type: str) -> str:

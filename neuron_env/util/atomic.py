@@ -33,6 +33,7 @@ from neuron_env.errors import RefusedPath
 
 FILE_MODE = 0o644
 _FD_PATHS = {"/dev/stdout": 1, "/dev/stderr": 2}
+MAX_FD_DIGITS = 9  # a descriptor number is an int below 2**31: more digits name no descriptor
 
 
 
@@ -113,8 +114,10 @@ def _fd_of(path: str) -> int | None:
     if path in _FD_PATHS:
         return _FD_PATHS[path]
     for head in ("/dev/fd/", "/proc/self/fd/"):
-        if path.startswith(head) and path[len(head):].isdigit():
-            return int(path[len(head):])
+        n = path[len(head):] if path.startswith(head) else ""
+        # ASCII digits only (str.isdigit accepts "²", which int() refuses), and bounded
+        if n.isascii() and n.isdigit() and len(n) <= MAX_FD_DIGITS:
+            return int(n)
     return None
 
 
@@ -141,6 +144,11 @@ def check_output(path: str | os.PathLike) -> None:
     descriptors. Never opens, never follows a link (lstat)."""
     if own_descriptor(path) is not None:
         return
+    name = os.fspath(path)
+    name = os.path.normpath(name) if name.startswith("/") else name
+    if name.startswith(("/dev/fd/", "/proc/self/fd/")):  # `/dev/fd/²`, 20 digits: no fd
+        raise RefusedPath(path, "names no descriptor (a number below 2**31 is expected): "
+                                "give /dev/fd/N with N an open descriptor, or a file's path")
     try:
         lst = os.lstat(path)
     except OSError:  # not there (or its directory is not): the write itself says why

@@ -10,6 +10,7 @@ traceback (docs/security.md, "One reader")."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -38,6 +39,68 @@ def _open_regular(path: str | os.PathLike, nofollow: bool) -> int:
             if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
             else "not a regular file")
     raise FileProblem(path, f"is {kind}, not a regular file")
+
+
+# -- files in a directory someone else can write (RUN_DIR on shared storage) -----------------
+# THE opener for them (docs/security.md, "Shared directories"): the directory is opened once,
+# O_NOFOLLOW, and judged by util/trust on its descriptor; each file is opened relative to that
+# descriptor, O_NOFOLLOW|O_NONBLOCK, regular files only, owned by this user or root. A link is
+# treated like a FIFO: refused, never followed, its target never shown (#45, findings 1, 3).
+def open_dir(path: str | os.PathLike, what: str) -> int:
+    """A descriptor on the directory `path` (not a link), trusted by util/trust (ours or
+    root's, writable by no one else unless root's sticky /tmp); BadInput (exit 2) otherwise."""
+    from neuron_env.util.trust import why_untrusted
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise _bad(what, "no such directory") from None
+    except OSError as e:
+        raise _bad(what, "is a symbolic link (not followed: give the directory's real path)"
+                   if os.path.islink(path) else f"cannot be opened: {e.strerror or e}") from None
+    untrusted = why_untrusted(os.fstat(fd))
+    if untrusted:
+        os.close(fd)
+        raise _bad(what, f"is not trusted: {untrusted} (other users could plant links or forged "
+                         "files there; chmod go-w it, or use a directory of your own)")
+    return fd
+
+
+def read_at(dir_fd: int, name: str, limit: int) -> bytes:
+    """The bytes of `name` in the directory `dir_fd` (open_dir): a regular file of this user
+    or root, never a link, at most `limit` bytes. FileNotFoundError when absent; FileProblem
+    for a link, a FIFO, a device, another user's file or a file over the cap."""
+    from neuron_env.util.trust import why_not_owner
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileProblem(name, "is a symbolic link, not a regular file (not followed)") \
+                from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem(name, "is not a regular file (a FIFO, a device or a directory)")
+        why = why_not_owner(st)
+        if why:
+            raise FileProblem(name, f"is {why}")
+        os.set_blocking(fd, True)
+        data = _read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise FileProblem(name, f"is larger than {limit} bytes: not the file expected here")
+    return data
+
+
+def read_json_at(dir_fd: int, name: str, limit: int, what: str, *, finite: bool = True) -> Any:
+    """read_json for a file of a shared directory (read_at): BadInput naming `what`."""
+    with _as_bad_input(what):
+        data = read_at(dir_fd, name, limit)
+    return parse_json(data, what, finite=finite)
 
 
 def _read(fd: int, n: int) -> bytes:
@@ -184,11 +247,22 @@ _KINDS: dict[str, tuple[type, ...]] = {"int": (int,), "number": (int, float),
                                        "bool": (bool,), "dict": (dict,), "list": (list,)}
 
 
-def _as_number(v: Any) -> float:
+def number(v: Any) -> float:
+    """THE conversion of a number someone else wrote (a JSON field, an API's price string):
+    a float, never an exception. A 400-digit integer is +-inf (float() raises OverflowError),
+    anything that is not an int, a float or a numeric string is NaN; the caller then refuses
+    what is not finite (#45, finding 10)."""
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return math.nan
     try:
         return float(v)
     except OverflowError:  # a 400-digit integer
-        return math.inf
+        return math.inf if v > 0 else -math.inf  # type: ignore[operator]
+    except ValueError:
+        return math.nan
+
+
+_as_number = number
 
 
 def field(doc: Any, key: str, kind: str, what: str, *, optional: bool = False,

@@ -293,5 +293,7 @@ def test_emulator_is_labelled():
     assert r.status == "fail" and "beside torch-neuronx" in r.summary  # both: never both
     assert "pip uninstall -y neuron-emulator" in r.fix
     pk = {"torch": "2.13.0", "neuron-emulator": "0.1.0"}
-    r = run(host(tgt=target(pk)), only=["backend.emulator"])["backend.emulator"]
+    r = run(host(instance=None, tgt=target(pk)), only=["backend.emulator"])["backend.emulator"]
     assert r.status == "warn" and r.summary.startswith("EMULATED") and r.details["emulated"]
+    r = run(host(tgt=target(pk)), only=["backend.emulator"])["backend.emulator"]
+    assert r.status == "fail" and "trn2.48xlarge" in r.summary  # a Neuron instance (#45)

@@ -133,6 +133,29 @@ def test_every_output_option_refuses_a_special_target_untouched(tmp_path, monkey
     assert (st.st_mode, st.st_ino, st.st_rdev, (tmp_path / "victim").read_text()) == before
 
 
+@pytest.mark.parametrize("target", ["/dev/fd/\u00b2", "/proc/self/fd/99999999999999999999",
+                                    "/dev/fd/1\u0663"])
+@pytest.mark.parametrize("cmd, flag", sorted(OUTPUTS))
+def test_an_output_naming_no_descriptor_is_a_usage_error(tmp_path, monkeypatch, cmd, flag,
+                                                         target):
+    """#45 finding 9: a non-ASCII digit or an unbounded number after /dev/fd/ was a traceback
+    (exit 1 or 3); any failure in an option callback is a usage error (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "victim").write_text("{}")
+    value = f"json:{target}" if flag == "--report" else target
+    args = [*cmd.split(), *[a.replace("MANIFEST", str(tmp_path / "victim"))
+                            for a in REQUIRED.get(cmd, [])], flag, value]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == EXIT_CONFIG, (args, r.output, r.exception)
+    assert "Traceback" not in r.output
+
+
+def test_own_descriptor_reads_ascii_digits_only():
+    assert atomic.own_descriptor("/dev/fd/7") == 7
+    assert atomic.own_descriptor("/dev/fd/\u00b2") is None
+    assert atomic.own_descriptor("/proc/self/fd/" + "9" * 20) is None
+
+
 # -- the writer itself -------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["fifo", "link", "dangling", "socket", "device"])
 def test_write_output_refuses_and_leaves_the_target_untouched(tmp_path, kind):

@@ -66,3 +66,16 @@ def test_a_trainium_host_or_an_emulated_env_gets_no_rehearsal_lead():
 def test_an_image_under_root_gets_no_rehearsal_lead():
     image = laptop({"torch": "2.14.0"}, "3.12.4", root_explicit=True)
     assert not render(doctor_report(image)).startswith("No Neuron device")
+
+
+def test_a_neuron_instance_type_outranks_a_left_over_emulator():
+    """#45 finding 4: an emulator dist left in the venv of a trn2.48xlarge with no driver and no
+    device must not turn the hardware checks into "skip (emulated rehearsal)": they run (and
+    fail), backend.emulator fails, doctor does not pass the node."""
+    broken = host(instance="trn2.48xlarge", devices=0, module=None, apt={}, dpkg=False,
+                  tgt=target(EMULATED, "3.11.7"))
+    rs = {r.id: r for r in checks.run_checks(broken, M, CTX, checks.all_ids())}
+    assert rs["backend.emulator"].status == "fail"
+    assert "trn2.48xlarge" in rs["backend.emulator"].summary
+    assert rs["driver.devices"].status == "fail"
+    assert not [r.id for r in rs.values() if "emulated rehearsal" in r.summary]
