@@ -27,6 +27,15 @@ def why_untrusted(st: os.stat_result, *, uid: int | None = None) -> str | None:
     return None
 
 
+def why_not_owner(st: os.stat_result) -> str | None:
+    """Why a file (in a directory `why_untrusted` trusts) is not one to read: owned by neither
+    the running user nor root (a file another user planted in root's sticky /tmp)."""
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return f"owned by uid {st.st_uid}, not by this user (uid {me}) or root"
+    return None
+
+
 def why_untrusted_path(path: str | os.PathLike[str], *, kind: str = "") -> str | None:
     """`why_untrusted` for a path (never followed: a symbolic link is untrusted itself).
     `kind`: "file" or "dir" to also require that type. A missing path is None: nothing to use."""
