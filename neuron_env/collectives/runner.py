@@ -63,7 +63,7 @@ def launch(python: str, payload: dict, world: int, timeout: float) -> Collective
     runs = [target.spawn_script(python, "collectives.py", payload, timeout=timeout,
                                 env=rank_env(r, world, port)) for r in range(world)]
     order: list[tuple[int, ...]] = []
-    stopped_after = _supervise(runs, t0 + timeout, order)
+    stopped_after = supervise(runs, t0 + timeout, order)
     done = [r.result() for r in runs]
     timed_out = stopped_after is None and any(c.timed_out for c in done)
     killed = {i for i, c in enumerate(done) if c.timed_out or
@@ -75,8 +75,9 @@ def launch(python: str, payload: dict, world: int, timeout: float) -> Collective
                           time.monotonic() - t0, timed_out, stopped_after, tuple(order))
 
 
-def _supervise(runs: list, deadline: float, order: list[tuple[int, ...]]) -> int | None:
+def supervise(runs: list, deadline: float, order: list[tuple[int, ...]]) -> int | None:
     """Wait for every rank; when one fails, stop the rest after GRACE. Returns that rank;
+    the one supervisor of ranks (collectives' and the distributed trial's, trial/distributed/);
     `order` gets, poll by poll, the ranks seen exiting (a crash first, its victims later)."""
     failed_at, failed = 0.0, None
     seen: set[int] = set()

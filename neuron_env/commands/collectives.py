@@ -76,10 +76,12 @@ def text_view(rep: Report, verbose: bool = False, colour: bool = False) -> str:
 def launch_doc(kind: str, python: str | None, o: CollectivesOptions, nodes: int,
                nproc: int | None) -> Document:
     validate(o)
-    from neuron_env.target_python.launch import module_argv
+    from neuron_env.target_python.launch import module_line
 
-    found = shutil.which("neuron-env")  # else this interpreter: words, each quoted
-    me = (found,) if found else module_argv(sys.executable, "neuron_env")
+    # neuron-env on PATH, else this interpreter through the one module-line builder (never
+    # `python -m`: the cwd where the operator pastes the line is not on sys.path, #45)
+    found = shutil.which("neuron-env")
+    me = (found,) if found else module_line(sys.executable, "neuron_env")
     script = launch.render(kind, me, python, o, nodes, nproc)
     return Document(envelope("neuron-env.collectives-launch/1", 0, launcher=kind,
                              nodes=nodes, script=script), lambda b: b["script"])

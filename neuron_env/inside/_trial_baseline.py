@@ -1,10 +1,9 @@
 # Part of the trial script (inside/trial.py), run INSIDE the target interpreter: stdlib +
 # torch. Baselines: a run's tensors saved on one host, compared on another.
 import json
-import os
 import time
 
-from _shared import step
+from _shared import open_pending, step
 from _trial_common import Usage, add, short
 from _trial_compare import TOL, compare_all, verdict
 
@@ -34,8 +33,7 @@ def save_baseline(t, ident, path):
     try:
         if not tmp:
             raise OSError("no temporary file from neuron-env")
-        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "wb") as f:
+        with open_pending(tmp) as f:
             t.torch.save({"meta": json.dumps(meta), "tensors": tensors}, f)
     except OSError as e:
         raise Usage("--save-baseline %s: cannot write it: %s" % (path, e)) from None

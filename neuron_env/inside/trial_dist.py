@@ -24,8 +24,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
+from _shared import Untrusted, create, open_dir, open_read, sync, write_file
 from _shared import step as marker
-from _shared import sync
 from _trial_common import Usage
 from _trial_compare import compare_one, flatten, host
 from _trial_device import timed
@@ -40,25 +40,37 @@ TOKEN = "NEURON_ENV_TRIAL_RUN"  # set by neuron-env's launcher (trial/distribute
 
 
 class Run:
-    """This process's files in the run directory."""
+    """This process's files in the run directory, by _shared's opener and writer: the
+    directory judged first (ours or root's, no group/other write: RUN_DIR may be shared
+    storage), every file created under a random name and renamed into place (a planted
+    `reference.pid -> ~/.ssh/authorized_keys` is replaced, never truncated: #45, finding 3)."""
 
     def __init__(self, run_dir, name):
-        self.base = os.path.join(run_dir, name)
-        self.steps = open(self.base + ".steps", "a", encoding="utf-8")  # noqa: SIM115
-        with open(self.base + ".pid", "w") as f:
-            f.write(str(os.getpid()))
+        self.dir_fd = open_dir(run_dir)
+        self.name = name
+        self.base = os.path.join(run_dir, name)  # for messages only
+        self.steps = create(self.dir_fd, name + ".steps")
+        write_file(self.dir_fd, name + ".pid", str(os.getpid()))
 
     def step(self, name, inside=False):
         """Where this process is; inside=True: it is entering a collective (waits for peers)."""
         marker(name)
-        self.steps.write(("call " if inside else "step ") + name + "\n")
+        self.steps.write((("call " if inside else "step ") + name + "\n").encode("utf-8"))
         self.steps.flush()
 
     def write(self, suffix, text):
-        tmp = self.base + suffix + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, self.base + suffix)
+        write_file(self.dir_fd, self.name + suffix, text)
+
+    def save(self, torch, obj, suffix):
+        """torch.save into a file of the run directory (created by the one writer)."""
+        import io
+
+        buf = io.BytesIO()
+        torch.save(obj, buf)
+        write_file(self.dir_fd, self.name + suffix, buf.getvalue())
+
+    def open_read(self, name):
+        return open_read(self.dir_fd, name)
 
 
 def die_with_parent():
@@ -259,8 +271,8 @@ def reference(torch, opts, run):
         steps.append(dict(loss=float(value.detach().float().cpu()),
                           out={k: host(v).clone() for k, v in rows.items()}))
     final = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
-    torch.save(dict(init=init, steps=steps, final=final, mode=mode, unused=sorted(unused)),
-               run.base + ".pt")
+    run.save(torch, dict(init=init, steps=steps, final=final, mode=mode,
+                         unused=sorted(unused)), ".pt")
     run.step("reference timing")
     per = batch // world
     it = opts["iterations"]
@@ -313,11 +325,13 @@ def worst_of(rows):
     return max(bad, key=lambda r: r["excess"]) if bad else None
 
 
-def load_reference(torch, path):
+def load_reference(torch, path, run):
     """The reference's tensors, as data: torch.load(weights_only=True) unpickles plain
-    containers, numbers, strings and tensors only (a planted pickle is refused, never run)."""
+    containers, numbers, strings and tensors only (a planted pickle is refused, never run);
+    opened by _shared's opener in the run directory (a link is not followed)."""
     try:
-        return torch.load(path, weights_only=True, map_location="cpu")
+        with run.open_read(os.path.basename(path)) as f:
+            return torch.load(f, weights_only=True, map_location="cpu")
     except Exception as e:
         raise RuntimeError("%s is not a reference saved by `neuron-env trial` (read as data "
                            "only, weights_only=True): %s" % (path, str(e).splitlines()[0]
@@ -343,7 +357,7 @@ def rank_main(torch, opts, run, rank, world, local_rank):
     import torch.distributed as dist
 
     run.step("reference")
-    ref = load_reference(torch, opts["reference"])
+    ref = load_reference(torch, opts["reference"], run)
     device = pick_device(torch, opts["device"], local_rank)
     run.step("init", inside=True)
     dist.init_process_group(opts["backend"], rank=rank, world_size=world)
@@ -397,13 +411,23 @@ def rank_main(torch, opts, run, rank, world, local_rank):
     dist.destroy_process_group()
 
 
+def open_run(run_dir, name):
+    """This process's Run, or exit 2 with the reason on stderr: a run directory another user
+    can write, or one that is a link, gets no file of ours."""
+    try:
+        return Run(run_dir, name)
+    except (Untrusted, OSError) as e:
+        sys.stderr.write("@@ERROR@@neuron-env trial: the run directory %s: %s\n" % (run_dir, e))
+        sys.exit(2)
+
+
 def main():
     opts = json.loads(sys.argv[1])
     role = opts["role"]
     die_with_parent()
     if role == "reference":
         rank, world, local = 0, 1, 0
-        run = Run(opts["run_dir"], "reference")
+        run = open_run(opts["run_dir"], "reference")
     else:
         env = os.environ
         if "RANK" not in env and "SLURM_PROCID" in env:  # srun
@@ -411,7 +435,7 @@ def main():
                        LOCAL_RANK=env.get("SLURM_LOCALID", "0"))
         rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
         local = int(os.environ.get("LOCAL_RANK", "0"))
-        run = Run(opts["run_dir"], "rank%d" % rank)
+        run = open_run(opts["run_dir"], "rank%d" % rank)
     try:
         run.step("import")
         import torch

@@ -126,12 +126,20 @@ def script_path(name: str) -> str:
     return str(script(name))
 
 
+def module_line(python: str, module: str, *args: str) -> list[str]:
+    """THE argv of a workload's `python -m MODULE ARGS`, for neuron-env's own launches
+    (spawn_module) and the lines it prints for an operator to paste (`--print-launch`: trial's
+    torchrun agents, collectives' ranks when neuron-env is not on PATH): through
+    inside/run_module.py, because `-m` puts the cwd first on sys.path (a `json.py` where the
+    line runs would run in the agent and every rank); run_module.py puts neither the cwd nor
+    its own folder there, on every Python the inside/ scripts support (-P needs 3.11)."""
+    return [python, script_path("run_module.py"), module, *args]
+
+
 def spawn_module(python: str, module: str, args: Sequence[str], *, timeout: float,
                  env: Mapping[str, str] | None = None, keep_cwd: bool = False) -> proc.Running:
     """WORKLOAD mode `python -m MODULE ARGS` (trial's torchrun agents, which start inside/
-    scripts named in ARGS: see script_path), through inside/run_module.py: `-m` would put the
-    cwd first on sys.path (a `json.py` there would run in the agent), run_module.py puts
-    neither the cwd nor its own folder there, on every Python the inside/ scripts support."""
-    return proc.spawn([*script_argv(python, "run_module.py", None), module, *args],
+    scripts named in ARGS: see script_path), by module_line."""
+    return proc.spawn(module_line(interpreter(python), module, *args),
                       timeout=timeout, env=dict(env) if env is not None else target_env(),
                       cwd=None if keep_cwd else workdir())

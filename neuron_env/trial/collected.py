@@ -1,9 +1,11 @@
 """`trial --world-size N --collect RUN_DIR`: the files a run launched elsewhere left behind,
-read by the one reader (util/files.read_json: regular files only, capped, depth-limited) and
-checked before any verdict is made from them. RUN_DIR is written by other processes, often on
-a shared file system: a missing field, a wrong type, a NaN step time, a rank file that claims
-another rank or another world size, shards that do not tile the batch, or a throughput no run
-can reach is one clear error (exit 2), never a traceback and never a pass (issue #36, item 11).
+read by the one opener of a shared directory (util/files.open_dir/read_json_at: the directory
+judged by util/trust, each file O_NOFOLLOW relative to it, regular files of this user only,
+capped, depth-limited) and checked before any verdict is made from them. RUN_DIR is written
+by other processes, often on a shared file system: a missing field, a wrong type, a NaN step
+time, a rank file that claims another rank or another world size, shards that do not tile the
+batch, or a throughput no run can reach is one clear error (exit 2), never a traceback and
+never a pass (issue #36, item 11).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import BadInput
-from neuron_env.util.files import field, read_json
+from neuron_env.util.files import field, read_json_at
 
 MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
 _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
@@ -43,9 +45,11 @@ def _rows(doc: dict[str, Any], key: str, what: str) -> None:
             field(row, name, kind, f"{what} `{key}[{i}]`", optional=optional, lo=0)
 
 
-def reference(path: Path) -> dict[str, Any]:
-    what = f"--collect: {path}"
-    doc = read_json(path, MAX_RANK_FILE, what, finite=False)
+def reference(dir_fd: int, run_dir: str) -> dict[str, Any]:
+    """reference.json in the run directory `dir_fd` (util/files.open_dir): read by
+    util/files.read_json_at (relative, O_NOFOLLOW: a link is refused, never followed)."""
+    what = f"--collect: {Path(run_dir) / 'reference.json'}"
+    doc = read_json_at(dir_fd, "reference.json", MAX_RANK_FILE, what, finite=False)
     batch = field(doc, "batch", "int", what, lo=1)
     per = field(doc, "per_rank_batch", "int", what, lo=1, hi=batch)
     field(doc, "one_rank_step_s", "number", what, lo=0)
@@ -59,10 +63,11 @@ def reference(path: Path) -> dict[str, Any]:
     return doc
 
 
-def rank(path: Path, expect: int, world: int, ref: dict[str, Any]) -> dict[str, Any]:
+def rank(dir_fd: int, run_dir: str, expect: int, world: int,
+         ref: dict[str, Any]) -> dict[str, Any]:
     """rank<expect>.json, which must say it is rank `expect` of `world` and hold its shard."""
-    what = f"--collect: {path}"
-    doc = read_json(path, MAX_RANK_FILE, what, finite=False)
+    what = f"--collect: {Path(run_dir) / f'rank{expect}.json'}"
+    doc = read_json_at(dir_fd, f"rank{expect}.json", MAX_RANK_FILE, what, finite=False)
     got = field(doc, "rank", "int", what, lo=0)
     if got != expect:
         raise BadInput(f"{what}: says rank {got}, but it is rank {expect}'s file: a copied or "

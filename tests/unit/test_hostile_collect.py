@@ -15,6 +15,7 @@ import pytest
 
 from neuron_env.errors import EXIT_CONFIG, BadInput
 from neuron_env.trial import distributed as dist
+from neuron_env.trial.distributed.runner import _port
 
 WORLD = 2
 ROW = {"ok": True, "max_abs": 1e-7, "excess": 0.01, "mismatched": 0, "numel": 10}
@@ -104,7 +105,8 @@ HOSTILE = {
     "deep JSON": (_replace("rank0.json", "[" * 100_000 + "]" * 100_000), "nested"),
     "a FIFO rank file": (_fifo("rank0.json"), "FIFO"),
     "a FIFO reference": (_fifo("reference.json"), "FIFO"),
-    "rank file is /dev/zero": (_zero("rank1.json"), "device"),
+    # a link is never followed (#45): refused as a link, its target never read or shown
+    "rank file is /dev/zero": (_zero("rank1.json"), "symbolic link"),
     "a 400-digit batch": (_edit("reference.json", lambda d: d.update(batch=10 ** 400)),
                           "finite"),
     "not JSON": (_replace("rank0.json", "garbage"), "not valid JSON"),
@@ -157,8 +159,8 @@ def test_a_rendezvous_port_in_use_is_named_before_any_rank_starts(monkeypatch):
         s.listen()
         monkeypatch.setenv(dist.PORT_VAR, str(s.getsockname()[1]))
         with pytest.raises(UsageError, match="already in use") as e:
-            dist._port()
+            _port()
         assert "rank" not in e.value.message.split("no rank")[0]
     monkeypatch.setenv(dist.PORT_VAR, "29500x")
     with pytest.raises(UsageError, match="not a TCP port"):
-        dist._port()
+        _port()

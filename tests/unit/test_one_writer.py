@@ -213,13 +213,32 @@ OTHER_WRITERS = {
                                    "and mode (docs/security.md)",
     "neuron_env/trial/rundir.py": "the owner record in the run directory it just made "
                                   "(mkdtemp, 0700): O_CREAT|O_EXCL|O_NOFOLLOW",
-    "neuron_env/inside/trial_dist.py": "rank files in the run directory neuron-env made (0700)",
-    "neuron_env/inside/_trial_baseline.py": "writes only into util/atomic.PendingOutput's "
-                                            "temporary file, by name, O_NOFOLLOW, no create",
+    # the code neuron-env runs in OTHER processes (#45): the inside scripts (the target
+    # interpreter: stdlib + torch, no neuron_env) and the emulator each have ONE writer
+    "neuron_env/inside/_shared.py": "the inside scripts' one opener/writer: the run directory "
+                                    "judged first, O_CREAT|O_EXCL|O_NOFOLLOW then rename; "
+                                    "PendingOutput's file reopened O_NOFOLLOW, no create",
+    "backend/src/neuron_emulator/_files.py": "the emulator's one writer: the debug directory "
+                                             "0700 or trusted, O_EXCL|O_NOFOLLOW then rename",
 }
+# beyond neuron_env/: the other code neuron-env ships that writes files in other processes
+OTHER_TREES = ("backend/src",)
 
 
-def _is_write(node: ast.Call) -> bool:
+def _saves_by_name(node: ast.Call, name: str) -> bool:
+    """torch.save(obj, PATH) opens PATH itself (O_CREAT, links followed): only a file object
+    (a buffer, or one the one writer opened) may be its target. A name that is a string, a
+    path join or an f-string is a write by name."""
+    if name != "save" or len(node.args) < 2:
+        return False
+    target = node.args[1]
+    return isinstance(target, ast.Constant | ast.JoinedStr | ast.BinOp) or (
+        isinstance(target, ast.Call) and "path" in ast.unparse(target.func).lower())
+
+
+def _is_write(node: ast.Call, other_process: bool = False) -> bool:
+    """other_process: code neuron-env runs in another process (inside/, backend/src), where
+    making a directory counts too (the emulator's debug directory, #45)."""
     f = node.func
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
     if any(k.arg == "fileobj" for k in node.keywords):  # tarfile.open into memory
@@ -228,6 +247,8 @@ def _is_write(node: ast.Call) -> bool:
     return ((name in ("replace", "rename") and isinstance(f, ast.Attribute)
              and isinstance(f.value, ast.Name) and f.value.id == "os")
             or name in ("write_text", "write_bytes")
+            or (other_process and name in ("mkdir", "makedirs"))
+            or _saves_by_name(node, name)
             or (name in ("open", "fdopen") and any(
                 isinstance(a, ast.Constant) and isinstance(a.value, str)
                 and bool(set(a.value) & set("wax+")) for a in modes))
@@ -235,19 +256,28 @@ def _is_write(node: ast.Call) -> bool:
                                        for w in ("O_WRONLY", "O_RDWR", "O_CREAT"))))
 
 
-def _writes(tree: ast.AST) -> list[int]:
-    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_write(n)]
+def _writes(tree: ast.AST, rel: str = "") -> list[int]:
+    other = rel.startswith(("neuron_env/inside/", *OTHER_TREES))
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_write(n, other)]
+
+
+def _sources() -> list[Path]:
+    return sorted([*(REPO / "neuron_env").rglob("*.py"),
+                   *(p for tree in OTHER_TREES for p in (REPO / tree).rglob("*.py"))])
 
 
 def test_nothing_but_the_listed_modules_writes_files():
+    """neuron_env/ (the inside scripts included) and backend/src (the emulator): nothing but
+    the listed writers opens a file for writing, makes a directory, renames, or hands
+    torch.save a path."""
     found = {}
-    for path in sorted((REPO / "neuron_env").rglob("*.py")):
+    for path in _sources():
         rel = path.relative_to(REPO).as_posix()
-        lines = _writes(ast.parse(path.read_text(encoding="utf-8")))
+        lines = _writes(ast.parse(path.read_text(encoding="utf-8")), rel)
         if lines and rel not in OTHER_WRITERS:
             found[rel] = lines
     assert not found, f"files written outside util/atomic.py (use write_output): {found}"
-    stale = [f for f in OTHER_WRITERS if not _writes(ast.parse((REPO / f).read_text()))]
+    stale = [f for f in OTHER_WRITERS if not _writes(ast.parse((REPO / f).read_text()), f)]
     assert not stale, f"listed writers that no longer write: {stale}"
 
 

@@ -22,7 +22,8 @@ from neuron_env.util import render
 
 PKG = Path(neuron_env.__file__).parent
 RENDERERS = ["bootstrap/render.py", "fleet/slurm.py", "fleet/k8s.py", "fleet/ssm.py",
-             "collectives/launch.py", "trial/distributed.py", "cli/engines.py", "cli/fleet.py"]
+             "collectives/launch.py", "trial/distributed/launch.py", "cli/engines.py",
+             "cli/fleet.py"]
 # modules that quote for a shell only to SHOW a command to a person (a fix hint, a plan)
 HINTS = {"checks/fixes.py", "checks/companions.py", "checks/backend.py", "checks/lineage.py",
          "commands/install.py"}

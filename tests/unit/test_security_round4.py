@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -61,3 +62,72 @@ def test_the_release_grammar_is_the_catalogs_file_name_pattern():
         assert release_ok(name) and catalog._FILE.fullmatch(f"neuron-{name}.toml")
     for name in ("2.99\n", " 2.99", "1!2.99", "v2.99", ""):
         assert not release_ok(name) and not catalog._FILE.fullmatch(f"neuron-{name}.toml")
+
+
+# -- finding 1: `trial --collect` never follows a link in RUN_DIR, never shows its target ------
+def _run_dir(tmp_path):
+    from tests.unit.test_hostile_collect import make_run
+
+    return make_run(tmp_path)
+
+
+def _collect(run):
+    from neuron_env.trial import distributed as dist
+
+    d = dist.DistOptions(world_size=2)
+    return dist.verdict(dist.collect(str(run), d), d, 60.0, "gloo")
+
+
+def test_links_planted_in_run_dir_are_never_followed_nor_shown(tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:SECRET-HASH:19000:0:99999:7:::\n")
+    run = _run_dir(tmp_path)
+    (run / "rank1.json").unlink()  # another user swapped the rank's files for links
+    (run / "rank1.steps").unlink()
+    (run / "rank1.error").symlink_to(secret)
+    (run / "rank1.steps").symlink_to(secret)
+    res = _collect(run)
+    text = json.dumps({"summary": res.summary, "details": res.details}, default=str)
+    assert "SECRET-HASH" not in text and res.status == "fail", text[:2000]
+
+
+def test_a_rank_json_that_is_a_link_is_refused_naming_the_link_only(tmp_path):
+    from neuron_env.errors import BadInput
+
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"SECRET": 1}')
+    run = _run_dir(tmp_path)
+    (run / "rank1.json").unlink()
+    (run / "rank1.json").symlink_to(secret)
+    with pytest.raises(BadInput, match="symbolic link") as e:
+        _collect(run)
+    assert "SECRET" not in str(e.value)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775])
+def test_a_run_dir_others_can_write_is_refused(tmp_path, mode):
+    from neuron_env.errors import EXIT_CONFIG, BadInput
+
+    run = _run_dir(tmp_path)
+    run.chmod(mode)
+    with pytest.raises(BadInput, match="not trusted") as e:
+        _collect(run)
+    assert e.value.exit_code == EXIT_CONFIG
+
+
+def test_a_run_dir_that_is_a_link_is_refused(tmp_path):
+    from neuron_env.errors import BadInput
+
+    run = _run_dir(tmp_path)
+    (tmp_path / "alias").symlink_to(run)
+    with pytest.raises(BadInput, match="symbolic link"):
+        _collect(tmp_path / "alias")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_another_users_file_in_run_dir_is_not_read(tmp_path):
+    run = _run_dir(tmp_path)
+    (run / "rank1.error").write_text("FORGED by uid 4242\n")
+    os.chown(run / "rank1.error", 4242, 4242)
+    res = _collect(run)
+    assert "FORGED" not in json.dumps({"s": res.summary, "d": res.details}, default=str)

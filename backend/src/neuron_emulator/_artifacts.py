@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from pathlib import Path
 
 import torch
 
+from neuron_emulator import _files
+
 DEFAULT_DIR = "/tmp/neuron_backend"  # the page's documented default
 _graphs = itertools.count()
+_skipped: set[str] = set()  # debug directories refused (one warning each)
 
 
 def _enabled() -> bool:
@@ -29,17 +33,41 @@ def _enabled() -> bool:
     return env_flag("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", False)
 
 
+def _skip(root: str, why: str) -> None:
+    if root not in _skipped:
+        _skipped.add(root)
+        warnings.warn(f"neuron (emulated): compilation artifacts not kept: {why} (set "
+                      "TORCH_NEURONX_DEBUG_DIR to a directory of your own)", UserWarning,
+                      stacklevel=3)
+
+
 def preserve(gm: torch.fx.GraphModule, kind: str) -> Path | None:
-    """Write one compiled graph's artifacts when preservation is on; returns its directory."""
+    """Write one compiled graph's artifacts when preservation is on; returns its directory.
+    The debug directory (default /tmp/neuron_backend: a predictable name in a world-writable
+    place) is made 0700 or used only when it is this user's and no one else can write it;
+    otherwise nothing is written and a warning says why (_files.py)."""
     if not _enabled():
         return None
-    root = Path(os.environ.get("TORCH_NEURONX_DEBUG_DIR", "").strip() or DEFAULT_DIR)
-    d = root / f"graph_{next(_graphs):04d}_{kind}"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "fx_graph.py").write_text(gm.code, encoding="utf-8")
+    root = os.environ.get("TORCH_NEURONX_DEBUG_DIR", "").strip() or DEFAULT_DIR
+    name = f"graph_{next(_graphs):04d}_{kind}"
     ops = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
-    (d / "aten_ops.txt").write_text("\n".join(ops) + "\n", encoding="utf-8")
-    (d / "EMULATED").write_text(
-        "neuron-emulator: this graph ran on the CPU; no StableHLO IR or NEFF was produced.\n",
-        encoding="utf-8")
-    return d
+    try:
+        root_fd = _files.private_dir(root)
+    except _files.Untrusted as e:
+        _skip(root, str(e))
+        return None
+    try:
+        fd = _files.sub_dir(root_fd, name)
+        try:
+            _files.write_file(fd, "fx_graph.py", gm.code)
+            _files.write_file(fd, "aten_ops.txt", "\n".join(ops) + "\n")
+            _files.write_file(fd, "EMULATED", "neuron-emulator: this graph ran on the CPU; no "
+                              "StableHLO IR or NEFF was produced.\n")
+        finally:
+            os.close(fd)
+    except (_files.Untrusted, OSError) as e:
+        _skip(root, str(e))
+        return None
+    finally:
+        os.close(root_fd)
+    return Path(root) / name
