@@ -190,3 +190,32 @@ def test_a_run_dir_others_can_write_gets_no_file(torch_python, tmp_path):
                           env=cli_env(RUN_DIR=str(run_dir)))
     assert done.returncode == 2 and "not trusted" in done.stderr, done.stderr[-2000:]
     assert list(run_dir.iterdir()) == []
+
+
+def test_hostile_host_strings_in_every_scenario_run_nothing_when_fixes_are_pasted(stubs,
+                                                                                   tmp_path):
+    """The property over every fix builder: hostile text in the host's codename, the target's
+    path and its packages' versions; every fix line doctor prints for those hosts passes
+    bash -n and runs (against stubs) without running anything from the input."""
+    from tests.helpers.facts import GOOD, target
+
+    marker = tmp_path / "ran"
+    evil = f"$(touch {marker})"
+    bad_pkgs = {**GOOD, "torch": f"2.13.0;touch {marker}", "neuron-emulator": f"0.1 {evil}"}
+    hosts = [host(module=None, apt={}), host(tgt=target({})), host(tgt=target(bad_pkgs)),
+             host(tgt=target(version="3.11.7")), host(apt={"aws-neuron-dkms": "2.1"})]
+    lines = []
+    for facts in hosts:
+        facts = replace(facts, os=replace(facts.os, codename=f"noble {evil} x"),
+                        target=replace(facts.target, path=f"/venv/bin/python {evil}"))
+        lines += [r.fix_command for r in checks.run_checks(
+            facts, catalog.select("2.33"), checks.Context(python_flag=facts.target.path),
+            checks.all_ids()) if r.fix_command]
+    assert len(lines) >= 5, lines
+    env = dict(os.environ, PATH=f"{stubs}:/usr/bin:/bin", STUB_LOG=str(tmp_path / "log"),
+               HOME=str(tmp_path))
+    for line in lines:
+        assert subprocess.run(["bash", "-n", "-c", line], capture_output=True).returncode == 0
+        subprocess.run(["bash", "-c", line], capture_output=True, env=env, timeout=30,
+                       cwd=tmp_path)
+        assert not marker.exists(), f"a pasted fix ran text from the host: {line}"
