@@ -131,3 +131,33 @@ def test_another_users_file_in_run_dir_is_not_read(tmp_path):
     os.chown(run / "rank1.error", 4242, 4242)
     res = _collect(run)
     assert "FORGED" not in json.dumps({"s": res.summary, "d": res.details}, default=str)
+
+
+# -- the invariants reach inside/ and backend/src: one opener for the run directory ------------
+PATH_LOADS = {  # torch.load given a path (not a file our opener opened), and why that is fine
+    "neuron_env/inside/_trial_baseline.py": "`--baseline FILE`, a path the user names, checked "
+                                            "by util/files.check_regular before the target runs",
+}
+
+
+def test_inside_scripts_and_the_emulator_load_run_directory_files_through_the_opener():
+    """torch.load(PATH) follows links; in the code neuron-env runs in other processes a
+    tensor file of a shared directory is opened by inside/_shared.open_read and handed over
+    as a file object (trial_dist.py's reference.pt). Only the listed sites load by path."""
+    import ast
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    found = {}
+    for tree in ("neuron_env/inside", "backend/src"):
+        for path in sorted((repo / tree).rglob("*.py")):
+            rel = path.relative_to(repo).as_posix()
+            calls = [n.lineno for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr == "load" and ast.unparse(n.func.value).endswith("torch")
+                     and n.args and not (isinstance(n.args[0], ast.Name)
+                                         and n.args[0].id in ("f", "fh", "buf"))]
+            if calls and rel not in PATH_LOADS:
+                found[rel] = calls
+    assert not found, f"torch.load of a path outside the opener: {found}"
+    assert "open_read" in (repo / "neuron_env/inside/trial_dist.py").read_text()
