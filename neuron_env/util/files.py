@@ -34,11 +34,14 @@ def _open_regular(path: str | os.PathLike, nofollow: bool) -> int:
         os.set_blocking(fd, True)
         return fd
     os.close(fd)
-    kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
-            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a directory"
-            if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+    raise FileProblem(path, f"is {_kind(st.st_mode)}, not a regular file")
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a directory"
+            if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
-    raise FileProblem(path, f"is {kind}, not a regular file")
 
 
 # -- files in a directory someone else can write (RUN_DIR on shared storage) -----------------
@@ -83,7 +86,7 @@ def read_at(dir_fd: int, name: str, limit: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileProblem(name, "is not a regular file (a FIFO, a device or a directory)")
+            raise FileProblem(name, f"is {_kind(st.st_mode)}, not a regular file")
         why = why_not_owner(st)
         if why:
             raise FileProblem(name, f"is {why}")

@@ -319,14 +319,17 @@ def test_print_launch_round_trips_through_shlex(kind):
     on PATH, quoted `python -m neuron_env` as ONE word (a command that cannot run)."""
     import sys
 
+    from neuron_env.target_python import launch
+
     env = {**os.environ, "PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true"}
     p = run_cli("collectives", "--print-launch", kind, "--python", PY, env=env)
     assert p.returncode == 0, p.stderr
     words = line_with(p.stdout, kind)
     assert words[words.index("--python") + 1] == PY
     assert words[words.index("collectives") - 4] == "--"  # the launcher's options end
-    assert [sys.executable, "-m", "neuron_env", "collectives"] == \
-        words[words.index("collectives") - 3:words.index("collectives") + 1]
+    # never `python -m` (the cwd first on sys.path, #45): the one module-line builder
+    assert [sys.executable, launch.script_path("run_module.py"), "neuron_env",
+            "collectives"] == words[words.index("collectives") - 3:words.index("collectives") + 1]
     p = run_cli("trial", "builtin:mlp", "--world-size", "8", "--nnodes", "2",
                 "--print-launch", kind, "--python", PY)
     assert p.returncode == 0, p.stderr
