@@ -219,3 +219,45 @@ def test_hostile_host_strings_in_every_scenario_run_nothing_when_fixes_are_paste
         subprocess.run(["bash", "-c", line], capture_output=True, env=env, timeout=30,
                        cwd=tmp_path)
         assert not marker.exists(), f"a pasted fix ran text from the host: {line}"
+
+
+SRUN = """#!/bin/sh
+# a stand-in for `srun --kill-on-bad-exit=1 -- CMD...`: STUB_NTASKS copies of CMD on this host
+shift 2
+n=${STUB_NTASKS:-1}; i=0; pids=""
+while [ $i -lt $n ]; do
+  SLURM_PROCID=$i SLURM_NTASKS=$n SLURM_LOCALID=$i "$@" & pids="$pids $!"; i=$((i+1))
+done
+rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc
+"""
+
+
+def test_printed_srun_script_imports_nothing_from_the_cwd(torch_python, tmp_path):
+    """trial --print-launch srun, run as printed (stub srun and scontrol on this host) from a
+    cwd holding json.py: the reference and both ranks run, nothing from the cwd."""
+    from tests.conftest import cli_env, run_cli
+    from tests.helpers import procs
+
+    p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--device", "cpu",
+                "--iterations", "2", "--print-launch", "srun", "--python", torch_python)
+    assert p.returncode == 0, p.stderr
+    script = p.stdout.replace("MASTER_PORT=29500", f"MASTER_PORT={_free_port()}")
+    script = script[:script.index("# 3.")]
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "srun").write_text(SRUN)
+    (bin_ / "scontrol").write_text("#!/bin/sh\necho 127.0.0.1\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    cwd, marker = _hostile_cwd(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    tok = procs.token("trial-dist-srun-hostile-cwd")
+    env = cli_env(RUN_DIR=str(run_dir), STUB_NTASKS="2", SLURM_JOB_NODELIST="n1",
+                  PATH=f"{bin_}:{os.environ['PATH']}", **{procs.VAR: tok})
+    done = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert not marker.exists(), done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (run_dir / "rank0.json").exists() and (run_dir / "rank1.json").exists()
+    assert procs.with_token(tok) == []
