@@ -9,11 +9,11 @@ dependency: `Unknown flags in XLA_FLAGS`), is named with the pinned pip line for
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.registry import check, verdict
 from neuron_env.matrix.model import family_of
+from neuron_env.util.render import sh
 from neuron_env.util.versions import Ver
 
 if TYPE_CHECKING:
@@ -61,14 +61,15 @@ def backend_inf1(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return verdict("skip", "target interpreter unusable (see python.version)")
     legacy = [d for d in (t.dist(n) for n in INF1) if d is not None]
     if not legacy:
-        return verdict("pass", "no Inf1 packages (torch-neuron, neuron-cc)")
+        return verdict("pass", "no Inf1 packages (torch-neuron, neuron-cc)",
+                       observed={n: None for n in INF1})
     observed = {d.name: d.version for d in legacy}
     names = ", ".join(f"{d.name} {d.version}" for d in legacy)
     if t.dist("torch-neuronx") is None:
         return verdict("fail", f"{names}: this is an Inf1 (torch-neuron) environment; "
                        "neuron-env checks torch-neuronx on Trn1/Trn2/Inf2", observed=observed,
                        docs=INF1_GUIDE, **inf1_fix())
-    py = shlex.quote(ctx.python_flag or t.path)
+    py = sh(ctx.python_flag or t.path)
     cmd = f"{py} -m pip uninstall -y " + " ".join(d.name for d in legacy)
     return verdict("warn", f"{names} installed beside torch-neuronx (the Inf1 packages are "
                    "another product: both provide neuron modules)", observed=observed,
@@ -109,11 +110,11 @@ def _judge(m: Matrix, name: str, rows: list[StackPackage], dist: Any, minor: str
 def pip_fix(m: Matrix, ctx: Context, facts: HostFacts, pins: list[str]) -> str:
     """The pinned pip line for this release: the Neuron index (a mirror when overridden)
     beside PyPI, where torch-xla and the third-party packages live."""
-    py = shlex.quote(ctx.python_flag or facts.target.path)
+    py = sh(ctx.python_flag or facts.target.path)
     idx = m.index_for("libneuronxla") or m.index_for("torch-neuronx")
     url = (ctx.index_overrides or {}).get(idx.name, idx.url) if idx else None
-    return (f"{py} -m pip install " + " ".join(shlex.quote(p) for p in pins)
-            + (f" --extra-index-url {shlex.quote(url)}" if url else ""))
+    return (f"{py} -m pip install " + " ".join(sh(p) for p in pins)
+            + (f" --extra-index-url {sh(url)}" if url else ""))
 
 
 @check("backend.stack", "backend")
