@@ -74,7 +74,6 @@ def run_checks(facts: HostFacts, matrix: Matrix, ctx: Context, ids: list[str]) -
     """Every check in `ids`; a rehearsal (the emulated backend, no Neuron device: see
     checks/rehearsal.py) is judged by the emulator's own rules."""
     from neuron_env.checks import rehearsal
-
     from neuron_env.matrix.model import family_of
 
     _load()

@@ -62,7 +62,8 @@ def test_the_torch_1_13_build_of_libneuronxla_beside_torch_2_1_fails():
 
 def test_a_library_of_another_release_warns():
     r = run({**GOOD_220, "neuronx-distributed": "0.10.1"})["backend.stack"]
-    assert r.status == "warn" and "neuronx-distributed 0.10.1 is not from Neuron 2.20.0" in r.summary
+    assert r.status == "warn"
+    assert "neuronx-distributed 0.10.1 is not from Neuron 2.20.0" in r.summary
     assert "neuronx-distributed==0.9.0" in r.fix_command
 
 
@@ -95,7 +96,8 @@ def test_an_inf1_environment_is_named_and_points_to_the_inf1_guide():
 
 def test_inf1_packages_beside_torch_neuronx_warn_with_the_uninstall_line():
     r = run({**GOOD_220, "torch-neuron": "1.13.1.2.9.6.0"}, ids=("backend.inf1",))["backend.inf1"]
-    assert r.status == "warn" and r.fix_command == "/venv/bin/python -m pip uninstall -y torch-neuron"
+    assert r.status == "warn"
+    assert r.fix_command == "/venv/bin/python -m pip uninstall -y torch-neuron"
 
 
 def test_the_inf1_family_reason_points_to_the_inf1_guide():
