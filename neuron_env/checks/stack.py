@@ -77,6 +77,16 @@ def backend_inf1(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                    fix_command=cmd, docs=INF1_GUIDE)
 
 
+def _same(have: Ver | None, listed: str) -> bool:
+    """The installed version is the listed one: a build tag the index adds (neuronx-cc
+    `2.14.227.0+2d4f85be`) does not count where the release lists the version without one;
+    a listed local version (torch-xla `1.13.1+torchneurong`) must match whole."""
+    want = _ver(listed)
+    if have is None or want is None:
+        return False
+    return have == want or (not want.local and Ver(have.public) == want)
+
+
 def _rows(m: Matrix, name: str, minor: str, fam: str | None) -> list[StackPackage]:
     """`name`'s rows for this torch minor and instance family (a row without `torch` serves
     every pair; one without `families`, every family)."""
@@ -94,9 +104,9 @@ def _judge(m: Matrix, name: str, rows: list[StackPackage], dist: Any, minor: str
                             f"{m.release} ships {name} {want})")
         return None
     have = _ver(dist.version)
-    if have is not None and any(have == _ver(r.version) for r in rows):
+    if any(_same(have, r.version) for r in rows):
         return None
-    other = [r for r in m.stack_rows(name) if have is not None and have == _ver(r.version)]
+    other = [r for r in m.stack_rows(name) if _same(have, r.version)]
     level = "fail" if name in CORE else "warn"
     if other:
         return level, (f"{name} {dist.version} is Neuron {m.release}'s build for torch "
