@@ -1,5 +1,6 @@
-"""backend.stack: the release's own Python packages at the versions it ships; backend.inf1: an
-Inf1 torch-neuron environment is another product, not repaired with torch-neuronx.
+"""backend.stack: the release's own Python packages at the versions it ships;
+backend.torch_neuron: an Inf1 torch-neuron environment is another product, not repaired with
+torch-neuronx.
 
 A release pins more than torch, torch-neuronx and neuronx-cc: libneuronxla (the PJRT plugin)
 and torch-xla, which torch-neuronx imports, and the libraries built with it
@@ -53,8 +54,8 @@ def inf1_fix() -> dict[str, Any]:
                    "Trn/Inf2 instance, use a new environment for torch-neuronx"}
 
 
-@check("backend.inf1", "backend")
-def backend_inf1(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+@check("backend.torch_neuron", "backend")
+def backend_torch_neuron(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     """An Inf1 torch-neuron environment is named as such, not repaired with torch-neuronx."""
     t = facts.target
     if not t.usable:

@@ -35,7 +35,8 @@ ABOUT = {
     "driver.packages": "the release's apt packages are installed",
     "driver.devices": "/dev/neuron* nodes and neuron-ls agree with the instance type",
     "backend.stack": "libneuronxla, torch-xla and the release's libraries at its versions",
-    "backend.inf1": "an Inf1 torch-neuron environment is named, not repaired with torch-neuronx",
+    "backend.torch_neuron": "an Inf1 torch-neuron environment is named, not repaired with "
+                            "torch-neuronx",
 }
 
 

@@ -69,14 +69,14 @@ REPORTS = [
     # (torch-neuron and neuron-cc: Neuron 2.21.0's, the report names no versions)
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/1083", "2.21.0", "inf1.xlarge",
            {"torch": "1.13.1", "torch-neuron": "1.13.1.2.11.13.0", "neuron-cc": "1.24.0.0"},
-           "backend.inf1", "fail", ("legacy-inf1/pytorch.html",),
+           "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",),
            ("Inf1 (torch-neuron) environment",),
            ("pip install torch-neuronx", "neuron-env install"), python="3.7"),
     # torch-neuron 1.13 with torch 2.0.1+cu117: Inf1's stack; never "install torch-neuronx"
     # (torch-neuron: Neuron 2.10.0's 1.13.1 build)
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/686", "2.10.0", "inf1.2xlarge",
            {"torch": "2.0.1+cu117", "torch-neuron": "1.13.1.2.7.1.0"},
-           "backend.inf1", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
+           "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
            ("pip install torch-neuronx", "neuron-env install"), python="3.8"),
     # the Inf1 DLC (pytorch-inference-neuron sdk2.10.0) shipped neuronx-cc, not neuron-cc:
     # an Inf1 environment, sent to the Inf1 guide (which installs neuron-cc[tensorflow])
@@ -84,7 +84,7 @@ REPORTS = [
            "inf1.6xlarge",
            {"torch": "1.13.1", "torch-neuron": "1.13.1.2.7.1.0",
             "neuronx-cc": "2.6.0.19+3d819e565", "neuronx-hwm": "2.6.0.0+826e77395"},
-           "backend.inf1", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
+           "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
            ("neuron-env install",), python="3.8"),
     # torch-neuron left beside torch-neuronx after an upgrade to 2.16 ("A different version of
     # libtorchneuron.so has already been loaded"): remove the Inf1 package
@@ -93,8 +93,8 @@ REPORTS = [
            {"torch": "1.13.1", "torch-neuronx": "1.13.1.1.13.0", "torch-neuron":
             "1.13.1.2.9.17.0", "libneuronxla": "0.5.669", "torch-xla": "1.13.1+torchneurond",
             "neuronx-cc": "2.12.54.0"},
-           "backend.inf1", "warn", ("pip uninstall -y torch-neuron",), ("beside torch-neuronx",),
-           python="3.8"),
+           "backend.torch_neuron", "warn", ("pip uninstall -y torch-neuron",),
+           ("beside torch-neuronx",), python="3.8"),
     # NxD Inference from 2.24 (git v0.4.7422) in the 2.23.0 DLC: `cannot import name
     # '_traced_spmd_tiled_rs'` (the instance is not stated: trn2 stands in)
     Report("https://github.com/aws-neuron/neuronx-distributed/issues/50", "2.23.0",

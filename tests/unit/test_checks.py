@@ -36,7 +36,8 @@ def test_healthy_trn2_host_passes_everything():
                          "instance.type", "os.release", "os.arch", "python.version",
                          "backend.torch", "backend.pairing", "backend.origin", "backend.tools",
                          "backend.emulator", "backend.lineage", "backend.collectives",
-                         "backend.inf1", "driver.module", "driver.packages", "driver.devices",
+                         "backend.torch_neuron", "driver.module", "driver.packages",
+                         "driver.devices",
                          "driver.versions", "driver.cores", "tools.path", "cache.compile",
                          "net.efa", "container.devices"]
 

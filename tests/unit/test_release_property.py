@@ -17,7 +17,7 @@ from neuron_env.matrix.model import Matrix, Pair
 from tests.helpers.facts import host, target
 
 VERSION_CHECKS = ["python.version", "backend.torch", "backend.pairing", "backend.tools",
-                  "backend.lineage", "backend.stack", "backend.inf1", "backend.collectives",
+                  "backend.lineage", "backend.stack", "backend.torch_neuron", "backend.collectives",
                   "driver.packages", "driver.versions"]
 CTX = checks.Context(python_flag="/venv/bin/python")
 

@@ -1,4 +1,4 @@
-"""backend.stack (the release's own Python packages), backend.inf1 (an Inf1 torch-neuron
+"""backend.stack (the release's own Python packages), backend.torch_neuron (an Inf1 torch-neuron
 environment is another product), per-family apt rows, and the instance catalogue's facts on
 imported releases (EFA, LNC)."""
 
@@ -85,8 +85,8 @@ INF1 = {"torch": "1.13.1", "torch-neuron": "1.13.1.2.11.13.0", "neuron-cc": "1.2
 
 def test_an_inf1_environment_is_named_and_points_to_the_inf1_guide():
     res = run(INF1, m=M231, instance="inf1.6xlarge",
-              ids=("backend.inf1", "backend.torch", "backend.pairing"))
-    r = res["backend.inf1"]
+              ids=("backend.torch_neuron", "backend.torch", "backend.pairing"))
+    r = res["backend.torch_neuron"]
     assert r.status == "fail" and "Inf1 (torch-neuron) environment" in r.summary
     assert "legacy-inf1/pytorch.html" in r.fix and r.fix_command is None
     for other in ("backend.torch", "backend.pairing"):  # no install of torch-neuronx
@@ -95,7 +95,8 @@ def test_an_inf1_environment_is_named_and_points_to_the_inf1_guide():
 
 
 def test_inf1_packages_beside_torch_neuronx_warn_with_the_uninstall_line():
-    r = run({**GOOD_220, "torch-neuron": "1.13.1.2.9.6.0"}, ids=("backend.inf1",))["backend.inf1"]
+    res = run({**GOOD_220, "torch-neuron": "1.13.1.2.9.6.0"}, ids=("backend.torch_neuron",))
+    r = res["backend.torch_neuron"]
     assert r.status == "warn"
     assert r.fix_command == "/venv/bin/python -m pip uninstall -y torch-neuron"
 
