@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.registry import check, verdict
-from neuron_env.matrix.model import family_of
+from neuron_env.matrix.model import family_of, fmt_spec
 from neuron_env.util.render import sh
-from neuron_env.util.versions import Ver
+from neuron_env.util.versions import Spec, Ver
 
 if TYPE_CHECKING:
     from neuron_env.checks.registry import Context
@@ -172,3 +172,58 @@ def backend_stack(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                    fix=f"install Neuron {m.release}'s versions: {cmd}", fix_command=cmd,
                    fix_safe=True, docs=m.doc("release_notes") or m.doc("setup"),
                    details={"problems": [p for _, p in problems]})
+
+
+# the Neuron distributions whose compiled modules are built against one numpy ABI
+NUMPY_USERS = ("neuronx-cc", "neuron-cc", "torch-neuronx", "torch-neuron", "libneuronxla",
+               "torch-xla", "neuronx-hwm", "transformers-neuronx", "neuronx-distributed",
+               "optimum-neuron", "nki")
+
+
+def numpy_specs(dist: Any) -> list[Spec]:
+    """The numpy ranges a distribution declares (`Requires-Dist: numpy (<=1.25.2,>=1.24.3)`);
+    a requirement under an environment marker (an extra, a Python version) is left out."""
+    out = []
+    for req in getattr(dist, "requires_numpy", ()):
+        body, _, marker = req.partition(";")
+        if marker.strip():
+            continue
+        text = body[5:].strip().strip("()").strip()
+        if not text:
+            continue
+        try:
+            out.append(Spec(text))
+        except ValueError:
+            continue
+    return out
+
+
+@check("backend.numpy", "backend")
+def backend_numpy(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """numpy within the range the installed Neuron packages declare for their compiled code."""
+    t = facts.target
+    if not t.usable:
+        return verdict("skip", "target interpreter unusable (see python.version)")
+    declared = [(d, s) for n in NUMPY_USERS if (d := t.dist(n)) for s in numpy_specs(d)]
+    if not declared:
+        return verdict("skip", "no installed Neuron package declares a numpy range")
+    numpy = t.dist("numpy")
+    expected = {f"{d.name} {d.version}": f"numpy{fmt_spec(s)}" for d, s in declared}
+    observed = {"numpy": numpy.version if numpy else None}
+    bad = [(d, s) for d, s in declared
+           if numpy is None or not s.contains(numpy.version, prereleases=True)]
+    if not bad:
+        return verdict("pass", f"numpy {numpy.version if numpy else '?'} within "
+                       + ", ".join(f"{d.name}'s {fmt_spec(s)}" for d, s in declared),
+                       observed=observed, expected=expected)
+    d, s = bad[0]
+    want = ",".join(dict.fromkeys(fmt_spec(x) for _, x in declared))
+    cmd = f"{sh(ctx.python_flag or t.path)} -m pip install {sh('numpy' + want)}"
+    have = f"numpy {numpy.version} is outside" if numpy else "numpy is not installed:"
+    return verdict("fail", f"{have} {d.name} {d.version}'s declared range {fmt_spec(s)}: its "
+                   "compiled modules fail ('module compiled against API version ... but this "
+                   "version of numpy is ...')", observed=observed, expected=expected,
+                   fix=f"install the numpy the Neuron packages declare: {cmd}", fix_command=cmd,
+                   fix_safe=True,
+                   details={"source": "the Requires-Dist of the installed packages' metadata "
+                                      "(as published on the Neuron index)"})

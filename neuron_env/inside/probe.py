@@ -86,11 +86,13 @@ def _header_lines(path, limit):
 
 
 def _headers(path):
-    """Name and Version from a METADATA/PKG-INFO header block (RFC 822 style)."""
+    """Name, Version and the numpy requirements (`Requires-Dist: numpy...` lines: a compiled
+    package's numpy range) from a METADATA/PKG-INFO header block (RFC 822 style)."""
     lines = _header_lines(path, 256 * 1024)
     if lines is None:
-        return None, None, "cannot read %s" % path
+        return None, None, "cannot read %s" % path, []
     name = version = None
+    numpy = []
     for line in lines:
         key, sep, value = line.partition(":")
         if not sep:
@@ -100,7 +102,14 @@ def _headers(path):
             name = value.strip()
         elif key == "version" and version is None:
             version = value.strip()
-    return name, version, None
+        elif key == "requires-dist" and _names_numpy(value.strip()):
+            numpy.append(value.strip())
+    return name, version, None, numpy
+
+
+def _names_numpy(req):
+    head = req[:5].lower()
+    return head == "numpy" and (len(req) == 5 or req[5] in " (<>=!~;[")
 
 
 def distributions():
@@ -123,8 +132,10 @@ def distributions():
                 meta = os.path.join(info, "PKG-INFO") if os.path.isdir(info) else info
             else:
                 continue
-            name, version, err = _headers(meta)
+            name, version, err, numpy = _headers(meta)
             entry_doc = {"name": name, "version": version, "location": info}
+            if numpy:
+                entry_doc["requires_numpy"] = numpy
             if err or not name or not version:
                 entry_doc["broken"] = err or "missing Name or Version in metadata"
                 out.append(entry_doc)

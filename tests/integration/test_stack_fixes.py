@@ -29,7 +29,9 @@ APT_220 = {"aws-neuronx-dkms": "2.18.12.0", "aws-neuronx-runtime-lib": "2.22.14.
            "aws-neuronx-collectives": "2.22.26.0", "aws-neuronx-tools": "2.19.0.0"}
 NEURON = [Stand("libneuronxla", "2.0.4115.0"), Stand("libneuronxla", "2.0.4986.0"),
           Stand("neuronx-distributed", "0.9.0"), Stand("neuronx-distributed", "0.10.1")]
-PUBLIC = [Stand("libneuronxla", "1.0"), Stand("pip-placeholder", "1.0")]
+PUBLIC = [Stand("libneuronxla", "1.0"), Stand("numpy", "1.25.2"), Stand("numpy", "2.0.1")]
+CC_META = ("Metadata-Version: 2.1\nName: neuronx-cc\nVersion: 2.15.128.0\n"
+           "Requires-Dist: numpy (<=1.25.2,>=1.24.3)\nRequires-Dist: scipy\n")
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +139,18 @@ def test_the_runtime_fix_line_of_2_21_1_runs_and_driver_versions_passes(tmp_path
     after = doctor(root, py, "2.21.1", env)
     assert after["driver.versions"]["status"] == "pass", after["driver.versions"]["summary"]
     assert after["backend.collectives"]["status"] == "pass"
+
+
+def test_the_numpy_fix_runs_and_the_compiled_packages_range_holds(tmp_path, indexes):
+    """numpy 2 pulled in beside a compiler built for numpy 1 ('compiled against API version'):
+    the fix installs the range neuronx-cc declares; doctor again passes."""
+    env = _env(indexes)
+    py = _venv(tmp_path / "v", {k: v for k, v in STACK_220.items() if k != "neuronx-cc"})
+    add_dist(site_packages(py), "neuronx-cc", "2.15.128.0", metadata=CC_META)
+    run_fix(f"{py} -m pip install numpy==2.0.1", env)
+    root = _root(tmp_path / "r", APT_220)
+    r = doctor(root, py, "2.20.0", env)["backend.numpy"]
+    assert r["status"] == "fail" and "numpy 2.0.1 is outside neuronx-cc" in r["summary"]
+    run_fix(r["fix_command"], env)
+    after = doctor(root, py, "2.20.0", env)["backend.numpy"]
+    assert after["status"] == "pass" and after["observed"]["numpy"] == "1.25.2"

@@ -92,8 +92,20 @@ def xla_stack():
     return host(instance="trn1.32xlarge", tgt=target(pkgs))
 
 
+def with_numpy():
+    """neuronx-cc declaring its numpy range (Requires-Dist), numpy inside it."""
+    from neuron_env.probes.interpreter import Dist
+
+    facts = healthy()
+    t = facts.target
+    cc = t.dist("neuronx-cc")
+    dists = {**t.dists, "neuronx-cc": replace(cc, requires_numpy=("numpy (<=1.25.2,>=1.24.3)",)),
+             "numpy": Dist("numpy", "1.25.2")}
+    return replace(facts, target=replace(t, dists=dists))
+
+
 PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
-              "instance.aws": with_aws, "backend.stack": xla_stack}
+              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.numpy": with_numpy}
 PASS_MATRIX = {"backend.stack": XLA}
 
 

@@ -182,3 +182,29 @@ def test_a_matrix_without_the_default_lnc_says_so_not_that_files_were_unreadable
     r = checks.run_checks(facts, bare, CTX, ["driver.cores"])[0]
     assert "the matrix gives no default LNC for trn2.48xlarge" in r.summary
     assert "not readable" not in r.summary
+
+
+# -- numpy: the range the installed compiled Neuron packages declare ------------------------------
+def _numpy(numpy: str | None, req=("numpy (<=1.25.2,>=1.24.3)",)):
+    from neuron_env.probes.interpreter import Dist
+
+    facts = host(instance="trn1.32xlarge", tgt=target(GOOD_220, "3.10.12"))
+    t = facts.target
+    dists = {**t.dists, "neuronx-cc": replace(t.dist("neuronx-cc"), requires_numpy=req)}
+    if numpy:
+        dists["numpy"] = Dist("numpy", numpy)
+    facts = replace(facts, target=replace(t, dists=dists))
+    return checks.run_checks(facts, M220, CTX, ["backend.numpy"])[0]
+
+
+def test_numpy_2_beside_a_compiler_built_for_numpy_1_fails_with_the_declared_range():
+    r = _numpy("2.0.1")
+    assert r.status == "fail" and "compiled against API version" in r.summary
+    assert "neuronx-cc 2.15.128.0's declared range >=1.24.3,<=1.25.2" in r.summary
+    assert r.fix_command == "/venv/bin/python -m pip install 'numpy>=1.24.3,<=1.25.2'"
+
+
+def test_numpy_inside_the_range_passes_and_markers_are_left_out():
+    assert _numpy("1.25.2").status == "pass"
+    assert _numpy("2.0.1", ('numpy<2; extra == "x"',)).status == "skip"
+    assert _numpy(None).status == "fail"
