@@ -114,8 +114,8 @@ def _judge(m: Matrix, name: str, rows: list[StackPackage], dist: Any, minor: str
                        f"{other[0].torch}, not for torch {minor} (wants {want})")
     return level, (f"{name} {dist.version} is not from Neuron {m.release} (it ships {want}): "
                    "a package from another release"
-                   + (" (libneuronxla from another release: 'Unknown flags in XLA_FLAGS')"
-                      if name == "libneuronxla" else ""))
+                   + (" ('Unknown flags in XLA_FLAGS' follows)" if name == "libneuronxla"
+                      else ""))
 
 
 def pip_fix(m: Matrix, ctx: Context, facts: HostFacts, pins: list[str]) -> str:
