@@ -174,21 +174,29 @@ def backend_stack(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                    details={"problems": [p for _, p in problems]})
 
 
-# the Neuron distributions whose compiled modules are built against one numpy ABI
-NUMPY_USERS = ("neuronx-cc", "neuron-cc", "torch-neuronx", "torch-neuron", "libneuronxla",
-               "torch-xla", "neuronx-hwm", "transformers-neuronx", "neuronx-distributed",
-               "optimum-neuron", "nki")
+# the Neuron distributions whose declared requirements on third-party packages are judged
+NEURON_DISTS = ("neuronx-cc", "neuron-cc", "torch-neuronx", "torch-neuron", "libneuronxla",
+                "torch-xla", "neuronx-hwm", "transformers-neuronx", "neuronx-distributed",
+                "optimum-neuron", "nki")
+# the third-party packages the probe reads requirements on (inside/probe.py PINNED), and what a
+# version outside the range does
+PINNED = {"numpy": "its compiled modules fail ('module compiled against API version ... but "
+                   "this version of numpy is ...')",
+          "optimum": "optimum-neuron subclasses optimum's classes of that range: imports and "
+                     "exports fail on another"}
 
 
-def numpy_specs(dist: Any) -> list[Spec]:
-    """The numpy ranges a distribution declares (`Requires-Dist: numpy (<=1.25.2,>=1.24.3)`);
+def pinned_specs(dist: Any, name: str) -> list[Spec]:
+    """The ranges of `name` a distribution declares (`Requires-Dist: numpy (<=1.25.2,>=1.24.3)`);
     a requirement under an environment marker (an extra, a Python version) is left out."""
     out = []
-    for req in getattr(dist, "requires_numpy", ()):
+    for req in getattr(dist, "requires_pinned", ()):
         body, _, marker = req.partition(";")
-        if marker.strip():
+        head = body[:len(name)].lower()
+        rest = body[len(name):]
+        if head != name or marker.strip() or (rest[:1] and rest[:1] not in " (<>=!~["):
             continue
-        text = body[5:].strip().strip("()").strip()
+        text = rest.strip().strip("()").strip()
         if not text:
             continue
         try:
@@ -198,32 +206,48 @@ def numpy_specs(dist: Any) -> list[Spec]:
     return out
 
 
-@check("backend.numpy", "backend")
-def backend_numpy(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """numpy within the range the installed Neuron packages declare for their compiled code."""
+def _pin_problems(t: Any) -> tuple[list[tuple[str, str, str]], dict[str, Any], dict[str, Any]]:
+    """(name, problem, wanted range) for each pinned package outside a declared range."""
+    problems, observed, expected = [], {}, {}
+    for name, effect in PINNED.items():
+        declared = [(d, s) for n in NEURON_DISTS if (d := t.dist(n))
+                    for s in pinned_specs(d, name)]
+        if not declared:
+            continue
+        have = t.dist(name)
+        observed[name] = have.version if have else None
+        expected.update({f"{d.name} {d.version}": f"{name}{fmt_spec(s)}" for d, s in declared})
+        bad = [(d, s) for d, s in declared
+               if have is None or not s.contains(have.version, prereleases=True)]
+        if bad:
+            d, s = bad[0]
+            what = f"{name} {have.version} is outside" if have else f"{name} is not installed:"
+            problems.append((name, f"{what} {d.name} {d.version}'s declared range "
+                                   f"{fmt_spec(s)}: {effect}",
+                             ",".join(dict.fromkeys(fmt_spec(x) for _, x in declared))))
+    return problems, observed, expected
+
+
+@check("backend.pins", "backend")
+def backend_pins(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """numpy and optimum within the ranges the installed Neuron packages declare."""
     t = facts.target
     if not t.usable:
         return verdict("skip", "target interpreter unusable (see python.version)")
-    declared = [(d, s) for n in NUMPY_USERS if (d := t.dist(n)) for s in numpy_specs(d)]
-    if not declared:
-        return verdict("skip", "no installed Neuron package declares a numpy range")
-    numpy = t.dist("numpy")
-    expected = {f"{d.name} {d.version}": f"numpy{fmt_spec(s)}" for d, s in declared}
-    observed = {"numpy": numpy.version if numpy else None}
-    bad = [(d, s) for d, s in declared
-           if numpy is None or not s.contains(numpy.version, prereleases=True)]
-    if not bad:
-        return verdict("pass", f"numpy {numpy.version if numpy else '?'} within "
-                       + ", ".join(f"{d.name}'s {fmt_spec(s)}" for d, s in declared),
-                       observed=observed, expected=expected)
-    d, s = bad[0]
-    want = ",".join(dict.fromkeys(fmt_spec(x) for _, x in declared))
-    cmd = f"{sh(ctx.python_flag or t.path)} -m pip install {sh('numpy' + want)}"
-    have = f"numpy {numpy.version} is outside" if numpy else "numpy is not installed:"
-    return verdict("fail", f"{have} {d.name} {d.version}'s declared range {fmt_spec(s)}: its "
-                   "compiled modules fail ('module compiled against API version ... but this "
-                   "version of numpy is ...')", observed=observed, expected=expected,
-                   fix=f"install the numpy the Neuron packages declare: {cmd}", fix_command=cmd,
+    problems, observed, expected = _pin_problems(t)
+    if not observed:
+        return verdict("skip", "no installed Neuron package declares a numpy or optimum range")
+    if not problems:
+        return verdict("pass", ", ".join(f"{n} {v}" for n, v in observed.items())
+                       + " within the ranges the Neuron packages declare", observed=observed,
+                       expected=expected)
+    cmd = (f"{sh(ctx.python_flag or t.path)} -m pip install "
+           + " ".join(sh(name + want) for name, _, want in problems))
+    return verdict("fail", problems[0][1] + (f" (+{len(problems) - 1} more)"
+                                             if len(problems) > 1 else ""),
+                   observed=observed, expected=expected,
+                   fix=f"install what the Neuron packages declare: {cmd}", fix_command=cmd,
                    fix_safe=True,
-                   details={"source": "the Requires-Dist of the installed packages' metadata "
+                   details={"problems": [p for _, p, _ in problems],
+                            "source": "the Requires-Dist of the installed packages' metadata "
                                       "(as published on the Neuron index)"})

@@ -37,7 +37,7 @@ ABOUT = {
     "backend.stack": "libneuronxla, torch-xla and the release's libraries at its versions",
     "backend.torch_neuron": "an Inf1 torch-neuron environment is named, not repaired with "
                             "torch-neuronx",
-    "backend.numpy": "numpy within the range the installed Neuron packages declare",
+    "backend.pins": "numpy, optimum within the ranges the installed Neuron packages declare",
 }
 
 

@@ -86,13 +86,14 @@ def _header_lines(path, limit):
 
 
 def _headers(path):
-    """Name, Version and the numpy requirements (`Requires-Dist: numpy...` lines: a compiled
-    package's numpy range) from a METADATA/PKG-INFO header block (RFC 822 style)."""
+    """Name, Version and the requirements on third-party packages a Neuron release pins
+    (`Requires-Dist: numpy...`: a compiled package's numpy range; `optimum...`) from a
+    METADATA/PKG-INFO header block (RFC 822 style)."""
     lines = _header_lines(path, 256 * 1024)
     if lines is None:
         return None, None, "cannot read %s" % path, []
     name = version = None
-    numpy = []
+    pinned = []
     for line in lines:
         key, sep, value = line.partition(":")
         if not sep:
@@ -102,14 +103,20 @@ def _headers(path):
             name = value.strip()
         elif key == "version" and version is None:
             version = value.strip()
-        elif key == "requires-dist" and _names_numpy(value.strip()):
-            numpy.append(value.strip())
-    return name, version, None, numpy
+        elif key == "requires-dist" and _pinned(value.strip()):
+            pinned.append(value.strip())
+    return name, version, None, pinned
 
 
-def _names_numpy(req):
-    head = req[:5].lower()
-    return head == "numpy" and (len(req) == 5 or req[5] in " (<>=!~;[")
+PINNED = ("numpy", "optimum")
+
+
+def _pinned(req):
+    for name in PINNED:
+        n = len(name)
+        if req[:n].lower() == name and (len(req) == n or req[n] in " (<>=!~;["):
+            return True
+    return False
 
 
 def distributions():
@@ -132,10 +139,10 @@ def distributions():
                 meta = os.path.join(info, "PKG-INFO") if os.path.isdir(info) else info
             else:
                 continue
-            name, version, err, numpy = _headers(meta)
+            name, version, err, pinned = _headers(meta)
             entry_doc = {"name": name, "version": version, "location": info}
-            if numpy:
-                entry_doc["requires_numpy"] = numpy
+            if pinned:
+                entry_doc["requires_pinned"] = pinned
             if err or not name or not version:
                 entry_doc["broken"] = err or "missing Name or Version in metadata"
                 out.append(entry_doc)

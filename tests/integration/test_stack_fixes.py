@@ -149,8 +149,8 @@ def test_the_numpy_fix_runs_and_the_compiled_packages_range_holds(tmp_path, inde
     add_dist(site_packages(py), "neuronx-cc", "2.15.128.0", metadata=CC_META)
     run_fix(f"{py} -m pip install numpy==2.0.1", env)
     root = _root(tmp_path / "r", APT_220)
-    r = doctor(root, py, "2.20.0", env)["backend.numpy"]
+    r = doctor(root, py, "2.20.0", env)["backend.pins"]
     assert r["status"] == "fail" and "numpy 2.0.1 is outside neuronx-cc" in r["summary"]
     run_fix(r["fix_command"], env)
-    after = doctor(root, py, "2.20.0", env)["backend.numpy"]
+    after = doctor(root, py, "2.20.0", env)["backend.pins"]
     assert after["status"] == "pass" and after["observed"]["numpy"] == "1.25.2"

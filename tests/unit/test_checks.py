@@ -29,7 +29,7 @@ def test_healthy_trn2_host_passes_everything():
     assert res.pop("container.devices").status == "skip"  # not in a container
     assert res.pop("backend.companions").status == "skip"  # no torchvision & co.
     assert res.pop("backend.stack").status == "skip"  # a native matrix lists no [[stack]]
-    assert res.pop("backend.numpy").status == "skip"  # no package here declares a numpy range
+    assert res.pop("backend.pins").status == "skip"  # no package here declares a numpy range
     assert {r.status for r in res.values()} == {"pass"}, {
         k: (r.status, r.summary) for k, r in res.items() if r.status != "pass"}
     assert exit_code(list(res.values())) == 0

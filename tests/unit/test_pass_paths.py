@@ -99,13 +99,13 @@ def with_numpy():
     facts = healthy()
     t = facts.target
     cc = t.dist("neuronx-cc")
-    dists = {**t.dists, "neuronx-cc": replace(cc, requires_numpy=("numpy (<=1.25.2,>=1.24.3)",)),
+    dists = {**t.dists, "neuronx-cc": replace(cc, requires_pinned=("numpy (<=1.25.2,>=1.24.3)",)),
              "numpy": Dist("numpy", "1.25.2")}
     return replace(facts, target=replace(t, dists=dists))
 
 
 PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
-              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.numpy": with_numpy}
+              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.pins": with_numpy}
 PASS_MATRIX = {"backend.stack": XLA}
 
 

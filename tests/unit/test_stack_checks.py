@@ -190,11 +190,11 @@ def _numpy(numpy: str | None, req=("numpy (<=1.25.2,>=1.24.3)",)):
 
     facts = host(instance="trn1.32xlarge", tgt=target(GOOD_220, "3.10.12"))
     t = facts.target
-    dists = {**t.dists, "neuronx-cc": replace(t.dist("neuronx-cc"), requires_numpy=req)}
+    dists = {**t.dists, "neuronx-cc": replace(t.dist("neuronx-cc"), requires_pinned=req)}
     if numpy:
         dists["numpy"] = Dist("numpy", numpy)
     facts = replace(facts, target=replace(t, dists=dists))
-    return checks.run_checks(facts, M220, CTX, ["backend.numpy"])[0]
+    return checks.run_checks(facts, M220, CTX, ["backend.pins"])[0]
 
 
 def test_numpy_2_beside_a_compiler_built_for_numpy_1_fails_with_the_declared_range():
@@ -202,6 +202,20 @@ def test_numpy_2_beside_a_compiler_built_for_numpy_1_fails_with_the_declared_ran
     assert r.status == "fail" and "compiled against API version" in r.summary
     assert "neuronx-cc 2.15.128.0's declared range >=1.24.3,<=1.25.2" in r.summary
     assert r.fix_command == "/venv/bin/python -m pip install 'numpy>=1.24.3,<=1.25.2'"
+
+
+def test_optimum_outside_optimum_neuron_range_fails():
+    from neuron_env.probes.interpreter import Dist
+
+    facts = host(instance="inf2.48xlarge", tgt=target(GOOD_220, "3.10.12"))
+    t = facts.target
+    on = Dist("optimum-neuron", "0.0.24", requires_pinned=("optimum~=1.22.0",
+                                                           "numpy<=1.25.2; extra == 'x'"))
+    dists = {**t.dists, "optimum-neuron": on, "optimum": Dist("optimum", "1.23.3")}
+    r = checks.run_checks(replace(facts, target=replace(t, dists=dists)), M220, CTX,
+                          ["backend.pins"])[0]
+    assert r.status == "fail" and "optimum 1.23.3 is outside optimum-neuron 0.0.24" in r.summary
+    assert r.fix_command == "/venv/bin/python -m pip install 'optimum~=1.22.0'"
 
 
 def test_numpy_inside_the_range_passes_and_markers_are_left_out():
