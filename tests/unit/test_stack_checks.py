@@ -222,3 +222,11 @@ def test_numpy_inside_the_range_passes_and_markers_are_left_out():
     assert _numpy("1.25.2").status == "pass"
     assert _numpy("2.0.1", ('numpy<2; extra == "x"',)).status == "skip"
     assert _numpy(None).status == "fail"
+
+
+def test_the_probe_keeps_numpy_and_optimum_requirements_only():
+    from neuron_env.inside import probe
+
+    keep = ["numpy (<=1.25.2,>=1.24.3)", "numpy", "optimum~=1.22.0", "numpy<2; extra == 'x'"]
+    drop = ["optimum-neuron==0.0.24", "numpyro>=0.1", "scipy", "torch==2.1.*"]
+    assert [r for r in keep + drop if probe._pinned(r)] == keep
