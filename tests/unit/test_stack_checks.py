@@ -230,3 +230,12 @@ def test_the_probe_keeps_numpy_and_optimum_requirements_only():
     keep = ["numpy (<=1.25.2,>=1.24.3)", "numpy", "optimum~=1.22.0", "numpy<2; extra == 'x'"]
     drop = ["optimum-neuron==0.0.24", "numpyro>=0.1", "scipy", "torch==2.1.*"]
     assert [r for r in keep + drop if probe._pinned(r)] == keep
+
+
+def test_matrix_show_lists_the_python_stack():
+    from neuron_env.commands.matrix_cmd import show_text
+
+    text = show_text(catalog.select("2.21.1"))
+    assert "aws-neuronx-runtime-lib 2.23.112.0" in text
+    assert "libneuronxla 2.1.714.0 (torch 2.1, 2.5)" in text
+    assert "torch-xla 2.1.6 (torch 2.1)" in text
