@@ -18,7 +18,7 @@ from tests.helpers.facts import host, target
 
 VERSION_CHECKS = ["python.version", "backend.torch", "backend.pairing", "backend.tools",
                   "backend.lineage", "backend.stack", "backend.torch_neuron", "backend.collectives",
-                  "driver.packages", "driver.versions"]
+                  "backend.pins", "driver.packages", "driver.versions"]
 CTX = checks.Context(python_flag="/venv/bin/python")
 
 
