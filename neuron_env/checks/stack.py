@@ -160,12 +160,16 @@ def backend_stack(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         if got is not None:
             problems.append(got)
             pins.append(f"{name}=={newest}")
+    if not observed:
+        return verdict("skip", f"no [[stack]] row of Neuron {m.release} applies to torch "
+                       f"{minor}" + (f" on {fam}" if fam else ""))
     if not problems:
         return verdict("pass", f"{len([v for v in observed.values() if v])} package(s) of "
                        f"Neuron {m.release}'s stack at its versions", observed=observed,
                        expected=expected)
     cmd = pip_fix(m, ctx, facts, pins)
-    status = "fail" if any(s == "fail" for s, _ in problems) else "warn"
+    problems.sort(key=lambda p: p[0] != "fail")  # the summary leads with a failure
+    status = problems[0][0]
     return verdict(status, problems[0][1] + (f" (+{len(problems) - 1} more)"
                                              if len(problems) > 1 else ""),
                    observed=observed, expected=expected,

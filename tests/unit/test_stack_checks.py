@@ -239,3 +239,9 @@ def test_matrix_show_lists_the_python_stack():
     assert "aws-neuronx-runtime-lib 2.23.112.0" in text
     assert "libneuronxla 2.1.714.0 (torch 2.1, 2.5)" in text
     assert "torch-xla 2.1.6 (torch 2.1)" in text
+
+
+def test_the_summary_leads_with_the_failure():
+    r = run({**GOOD_220, "neuronx-cc": "2.14.227.0", "torch-xla": "2.1.3"})["backend.stack"]
+    assert r.status == "fail" and r.summary.startswith("torch-xla 2.1.3")
+    assert "(+1 more)" in r.summary
