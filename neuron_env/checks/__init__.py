@@ -44,6 +44,7 @@ def _load() -> None:
         host,
         lineage,
         network,
+        stack,
         tools,
     )
 
@@ -73,9 +74,12 @@ def run_checks(facts: HostFacts, matrix: Matrix, ctx: Context, ids: list[str]) -
     """Every check in `ids`; a rehearsal (the emulated backend, no Neuron device: see
     checks/rehearsal.py) is judged by the emulator's own rules."""
     from neuron_env.checks import rehearsal
+    from neuron_env.matrix.model import family_of
 
     _load()
     out = []
+    # per-family [[driver.apt]] rows: the checks see the row for this host's family
+    matrix = matrix.for_family(family_of(facts.instance.type) if facts.instance.type else None)
     why = rehearsal.emulated(facts, matrix)
     for id_, category, fn in REGISTRY:
         if id_ not in ids:

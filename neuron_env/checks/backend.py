@@ -39,10 +39,13 @@ def install_fix(ctx: Context, facts: HostFacts, m: Matrix, torch_minor: str | No
     """fix/fix_command/fix_safe for "install the backend": never a line neuron-env would
     refuse (the planner is asked), and never into neuron-env's own environment."""
     from neuron_env.checks import fixes
+    from neuron_env.checks.stack import inf1_fix, inf1_stack
     from neuron_env.errors import ResolutionError
     from neuron_env.install.plan import Inputs, make_plan
 
     t = facts.target
+    if inf1_stack(facts) is not None:
+        return inf1_fix()  # an Inf1 torch-neuron environment: never install torch-neuronx
     if ctx.own_prefix and t.prefix and t.prefix == ctx.own_prefix and not ctx.python_flag:
         text, cmd = fixes.get_python(facts, m, ctx)
         return {"fix": f"{t.path} is neuron-env's own environment (first on PATH), not a "

@@ -408,6 +408,16 @@ def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     return _cores_verdict(facts, observed, expected, listed, lnc, lnc_from, busy, visible, docs)
 
 
+def _uncounted(facts: HostFacts, phys: list[int], lnc: int | None) -> str:
+    """Why the logical cores could not be counted: the host's files, or a fact the matrix
+    lacks (the type's default LNC), said as such."""
+    if phys and len(phys) == len(facts.driver.sysfs_devices) and not lnc:
+        return (f"the matrix gives no default LNC for {facts.instance.type or 'this host'} and "
+                "neither NEURON_LOGICAL_NC_CONFIG nor neuron-ls says it: the logical cores "
+                f"cannot be counted from the {sum(phys)} physical ones")
+    return "the devices' core counts were not readable and neuron-ls did not run"
+
+
 def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | None,
                    listed: int | None, lnc: int | None, lnc_from: str, busy: list[str],
                    visible: set[int] | None, docs: str | None) -> Result:
@@ -421,8 +431,7 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
     observed = {**observed, "devices_visible": len(nodes), "sysfs_logical_cores": sysfs}
     at = f" at LNC={lnc} ({lnc_from})" if lnc else ""
     if seen is None:
-        why = ("no Neuron device visible" if not nodes else
-               "the devices' core counts were not readable and neuron-ls did not run")
+        why = ("no Neuron device visible" if not nodes else _uncounted(facts, phys, lnc))
         exp = f": {expected} logical NeuronCores expected{at}" if expected else ""
         return Result("driver.cores", "driver", "skip" if not nodes else "warn",
                       f"{why}{exp}, none seen (see driver.devices)", observed=observed,

@@ -124,6 +124,10 @@ def os_arch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 
 
 def _python_fix(facts: HostFacts, m: Matrix, ctx: Context, lead: str = "") -> dict[str, Any]:
+    from neuron_env.checks.stack import inf1_fix, inf1_stack
+
+    if inf1_stack(facts) is not None:  # an Inf1 torch-neuron environment: its own Pythons
+        return inf1_fix()
     text, cmd = fixes.get_python(facts, m, ctx)
     return {"fix": lead + text + (f": {cmd}" if cmd else ""), "fix_command": cmd,
             "fix_safe": bool(cmd and "sudo" not in cmd and " && " not in cmd)}

@@ -34,6 +34,10 @@ ABOUT = {
     "driver.module": "the neuron kernel module is loaded (aws-neuronx-dkms)",
     "driver.packages": "the release's apt packages are installed",
     "driver.devices": "/dev/neuron* nodes and neuron-ls agree with the instance type",
+    "backend.stack": "libneuronxla, torch-xla and the release's libraries at its versions",
+    "backend.torch_neuron": "an Inf1 torch-neuron environment is named, not repaired with "
+                            "torch-neuronx",
+    "backend.pins": "numpy, optimum within the ranges the installed Neuron packages declare",
 }
 
 

@@ -110,7 +110,14 @@ def show_text(m: Matrix) -> str:
         out += [f"  - {x.summary}" for x in m.limitations]
     if m.driver.apt:
         out.append("Driver packages: " + ", ".join(
-            a.name + (f" {a.version}" if a.version else "") for a in m.driver.apt))
+            a.name + (f" {a.version}" if a.version else "")
+            + (f" ({'/'.join(a.families)})" if a.families else "") for a in m.driver.apt))
+    if m.stack:
+        rows: dict[tuple[str, str], list[str]] = {}
+        for x in m.stack:
+            rows.setdefault((x.name, x.version), []).extend([x.torch] if x.torch else [])
+        out.append("Python stack: " + ", ".join(
+            f"{n} {v}" + (f" (torch {', '.join(t)})" if t else "") for (n, v), t in rows.items()))
     if m.docs:
         out.append("Docs")
         out += [f"  {k}: {v}" for k, v in m.docs]

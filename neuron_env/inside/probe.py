@@ -86,11 +86,14 @@ def _header_lines(path, limit):
 
 
 def _headers(path):
-    """Name and Version from a METADATA/PKG-INFO header block (RFC 822 style)."""
+    """Name, Version and the requirements on third-party packages a Neuron release pins
+    (`Requires-Dist: numpy...`: a compiled package's numpy range; `optimum...`) from a
+    METADATA/PKG-INFO header block (RFC 822 style)."""
     lines = _header_lines(path, 256 * 1024)
     if lines is None:
-        return None, None, "cannot read %s" % path
+        return None, None, "cannot read %s" % path, []
     name = version = None
+    pinned = []
     for line in lines:
         key, sep, value = line.partition(":")
         if not sep:
@@ -100,7 +103,20 @@ def _headers(path):
             name = value.strip()
         elif key == "version" and version is None:
             version = value.strip()
-    return name, version, None
+        elif key == "requires-dist" and _pinned(value.strip()):
+            pinned.append(value.strip())
+    return name, version, None, pinned
+
+
+PINNED = ("numpy", "optimum")
+
+
+def _pinned(req):
+    for name in PINNED:
+        n = len(name)
+        if req[:n].lower() == name and (len(req) == n or req[n] in " (<>=!~;["):
+            return True
+    return False
 
 
 def distributions():
@@ -123,8 +139,10 @@ def distributions():
                 meta = os.path.join(info, "PKG-INFO") if os.path.isdir(info) else info
             else:
                 continue
-            name, version, err = _headers(meta)
+            name, version, err, pinned = _headers(meta)
             entry_doc = {"name": name, "version": version, "location": info}
+            if pinned:
+                entry_doc["requires_pinned"] = pinned
             if err or not name or not version:
                 entry_doc["broken"] = err or "missing Name or Version in metadata"
                 out.append(entry_doc)

@@ -28,6 +28,7 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
     Source,
+    StackPackage,
 )
 from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.text import clean
@@ -38,18 +39,36 @@ MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
 RELEASE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6}){1,3}$")
 MAX_LABEL = 64  # manifest_version, manifest_date
 
-# Static instance facts (devices, cores per device, memory: AWS's Trainium and Inferentia
-# instance pages); the manifest names families only.
+# The instance catalogue: facts that do not depend on the release (devices, cores per device,
+# memory, EFA, the logical-core configuration at boot), from AWS's architecture pages (the
+# [[sources]] below); the manifest names families only. trn1/inf2 NeuronCore-v2 has no logical
+# core grouping: one logical core per physical core (lnc_default 1); Trn2 boots at LNC=2.
+_T1, _T2, _I2 = "trn1-arch", "trn2-arch", "inf2-arch"
 KNOWN_TYPES: dict[str, tuple[InstanceType, ...]] = {
-    "trn1": (InstanceType("trn1.2xlarge", 1, 2, 32), InstanceType("trn1.32xlarge", 16, 2, 32)),
-    "trn1n": (InstanceType("trn1n.32xlarge", 16, 2, 32),),
-    "trn2": (InstanceType("trn2.48xlarge", 16, 8, 96),
-             InstanceType("trn2.3xlarge", 1, 8, 96, confirmed=False)),
-    "trn2u": (InstanceType("trn2u.48xlarge", 16, 8, 96),),
-    "inf2": (),
+    "trn1": (InstanceType("trn1.2xlarge", 1, 2, 32, lnc_default=1, source=_T1),
+             InstanceType("trn1.32xlarge", 16, 2, 32, lnc_default=1, efa=True, source=_T1)),
+    "trn1n": (InstanceType("trn1n.32xlarge", 16, 2, 32, lnc_default=1, efa=True, source=_T1),),
+    "trn2": (InstanceType("trn2.48xlarge", 16, 8, 96, lnc_default=2, efa=True, source=_T2),
+             InstanceType("trn2.3xlarge", 1, 8, 96, confirmed=False, lnc_default=2,
+                          source=_T2)),
+    "trn2u": (InstanceType("trn2u.48xlarge", 16, 8, 96, lnc_default=2, efa=True, source=_T2),),
+    "inf2": (InstanceType("inf2.48xlarge", 12, 2, 32, lnc_default=1, source=_I2),),
     "inf1": (),
     "trn3": (InstanceType("trn3.48xlarge", None, 8, 144, confirmed=False),),
 }
+_ARCH = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-hardware/"
+CATALOGUE_SOURCES = (
+    Source(_T1, _ARCH + "trn1-arch.html", "AWS Trn1/Trn1n Architecture",
+           ("instances.trn1", "instances.trn1n"),
+           "devices, memory and EFA bandwidth per size (trn1.32xlarge 800 Gbps, trn1n 1,600)"),
+    Source(_T2, _ARCH + "trn2-arch.html", "Amazon EC2 Trn2 Architecture",
+           ("instances.trn2", "instances.trn2u"), "16 Trainium2 chips, EFA; LNC=2 at boot"),
+    Source(_I2, _ARCH + "inferentia2.html", "Inferentia2 Architecture", ("instances.inf2",),
+           "up to 12 Inferentia2 devices of 2 NeuronCore-v2 and 32 GiB each"),
+)
+INF1_REASON = ("Inf1 runs torch-neuron (AWS's Inf1 stack), which neuron-env does not install or "
+               "check: see https://awsdocs-neuron.readthedocs-hosted.com/en/latest/archive/setup/"
+               "legacy-inf1/pytorch.html")
 ACCELERATOR = {"trn1": "Trainium", "trn1n": "Trainium", "trn2": "Trainium2",
                "trn2u": "Trainium2", "trn3": "Trainium3", "inf2": "Inferentia2",
                "inf1": "Inferentia"}
@@ -61,6 +80,19 @@ NEURON_PIP = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "neuronx-dis
               "aws-neuronx-runtime-discovery")
 APT = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
        "aws-neuronx-tools")
+# the instance families a matrix covers (torch-neuronx's); the manifest's inf1 rows (torch-neuron,
+# the Inf1 runtime) are another product's and never pick a version here
+COVERED = ("trn1", "trn1n", "inf2", "trn2", "trn2u", "trn3")
+# the release's own Python stack ([[stack]]): manifest name -> pip name; required = torch-neuronx
+# imports it (torch_xla, and libneuronxla, its PJRT plugin)
+STACK_PIP = {"libneuronxla": "libneuronxla", "torch-xla": "torch-xla", "torch_xla": "torch-xla",
+             "neuronx-cc": "neuronx-cc", "nki": "nki",
+             "neuronx_distributed": "neuronx-distributed",
+             "neuronx_distributed_training": "neuronx-distributed-training",
+             "neuronx_distributed_inference": "neuronx-distributed-inference",
+             "transformers-neuronx": "transformers-neuronx",
+             "optimum-neuron": "optimum-neuron"}
+REQUIRED = ("libneuronxla", "torch-xla")
 PLACEHOLDERS = (("torch-neuronx", "1.0"), ("neuronx-cc", "1.0.post1"), ("nki", "0.0.1"),
                 ("libneuronxla", "1.0"), ("torch-neuron", "1.0"), ("neuron-cc", "1.0.post1"),
                 ("neuronx-distributed", "0.1"), ("transformers-neuronx", "0.1"),
@@ -75,7 +107,8 @@ MANIFEST_URL = ("https://github.com/aws-neuron/aws-neuron-sdk/blob/master/src/he
 def manifest_source(mver: str, mdate: str) -> Source:
     return Source("n2-manifest", MANIFEST_URL, f"AWS Neuron release manifest {mver} ({mdate})",
                   ("*",), "generated by `neuron-env matrix import`; instance sizes come from "
-                  "neuron-env's static table, OS support from the manifest's global list")
+                  "neuron-env's instance catalogue (its own sources), OS support from the "
+                  "manifest's global list")
 
 
 @dataclass(frozen=True)
@@ -292,7 +325,8 @@ def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: 
         ok = fam in families or (fam == "trn2u" and "trn2" in families)
         instances.append(InstanceFamily(
             family=fam, supported=ok, accelerator=ACCELERATOR[fam],
-            reason=None if ok else f"torch-neuronx is not listed for {fam} in Neuron {version}",
+            reason=None if ok else INF1_REASON if fam == "inf1" else
+            f"torch-neuronx is not listed for {fam} in Neuron {version}",
             types=KNOWN_TYPES[fam]))
     companions = []
     for name in ("neuronx-cc", "nki"):
@@ -300,7 +334,8 @@ def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: 
             top = max(Ver(p["version"]) for p in byname[name])
             spec = Spec(f"=={top.major}.*") if pin_major.get(name) else Spec()
             companions.append(Companion(name=name, spec=spec))
-    apt = tuple(AptPackage(name=n, version=byname[n][0]["version"]) for n in APT if n in byname)
+    apt = tuple(a for n in APT for a in _apt_rows(n, byname.get(n, [])))
+    stack = _stack(byname, pairs, families)
     present = [n for n in NEURON_PIP if n in byname] or ["torch-neuronx"]
     return Matrix(
         release=version, date=None, status="ga", backend="xla",
@@ -308,7 +343,7 @@ def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: 
                  f"release manifest {mver} ({mdate}). The manifest states no OS per release: "
                  f"every OS it names is listed."),
         python=python, architectures=("x86_64",), instances=tuple(instances),
-        os=oses, pairs=tuple(pairs), companions=tuple(companions),
+        os=oses, pairs=tuple(pairs), companions=tuple(companions), stack=stack,
         indexes=(Index("neuron", whl, tuple(present), "NEURON_ENV_NEURON_INDEX_URL"),
                  Index("pytorch-cpu", "https://download.pytorch.org/whl/cpu", ("torch",),
                        "NEURON_ENV_PYTORCH_INDEX_URL")),
@@ -316,5 +351,55 @@ def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: 
         driver=Driver(module="neuron", pci_vendor="1d0f", apt=apt),
         docs=(("release_notes",
                "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/index.html"),),
-        source=source, sources=(manifest_source(mver, mdate),),
+        source=source, sources=(manifest_source(mver, mdate), *CATALOGUE_SOURCES),
     )
+
+
+def _fams(row: dict[str, Any]) -> tuple[str, ...]:
+    """The covered families a manifest row names (trn1 brings trn1n, trn2 brings trn2u: the
+    manifest names the base family only)."""
+    listed = set(row.get("supported_instances", []))
+    listed |= {"trn1n"} if "trn1" in listed else set()
+    listed |= {"trn2u"} if "trn2" in listed else set()
+    return tuple(f for f in COVERED if f in listed)
+
+
+def _apt_rows(name: str, rows: list[dict[str, Any]]) -> list[AptPackage]:
+    """A package's version for the families the matrix covers: Inf1-only rows are left out
+    (2.20.0-2.21.1 list the Inf1 runtime first); where covered families get different
+    versions, one row per version, each naming its families."""
+    mine = [r for r in rows if _fams(r)]
+    versions = dict.fromkeys(str(r["version"]) for r in mine)
+    if len(versions) == 1:
+        return [AptPackage(name=name, version=next(iter(versions)))]
+    return [AptPackage(name=name, version=v, families=tuple(
+        f for f in COVERED if any(f in _fams(r) for r in mine if str(r["version"]) == v)))
+        for v in versions]
+
+
+def _ties(pip: str, version: str, pairs: list[Pair]) -> list[str | None]:
+    """The torch minors a stack row goes with: torch-xla X.Y with torch X.Y (none: the row is
+    for another stack, e.g. 2.31's torch-xla 2.10+ beside torch-neuronx 2.9); libneuronxla 0.x
+    with torch 1.x and the others with torch 2+; every other package: any pair (None)."""
+    v = Ver(version)
+    if pip == "torch-xla":
+        return [p.torch_minor for p in pairs if (p.torch.major, p.torch.minor) == v.release[:2]]
+    if pip == "libneuronxla" and len(pairs) > 1:
+        return [p.torch_minor for p in pairs if (p.torch.major < 2) == (v.major == 0)]
+    return [None]
+
+
+def _stack(byname: dict[str, list[dict[str, Any]]], pairs: list[Pair],
+           families: set[str]) -> tuple[StackPackage, ...]:
+    out: list[StackPackage] = []
+    supported = set(_fams({"supported_instances": sorted(families)}))
+    for raw, pip in STACK_PIP.items():
+        for r in byname.get(raw, []):
+            fams = _fams(r)
+            if not fams:
+                continue
+            Ver(str(r["version"]))
+            only = () if supported <= set(fams) else fams
+            for torch in _ties(pip, str(r["version"]), pairs):
+                out.append(StackPackage(pip, str(r["version"]), torch, pip in REQUIRED, only))
+    return tuple(sorted(out, key=lambda x: (x.name, x.torch or "", Ver(x.version))))

@@ -31,6 +31,7 @@ from neuron_env.matrix.model import (
     Pair,
     Placeholder,
     Source,
+    StackPackage,
     TorchCompanion,
     release_ok,
 )
@@ -225,7 +226,7 @@ def _kind(v: Any) -> str:
 TOP_REQUIRED = {"format", "release", "status", "backend", "summary", "architectures",
                 "python", "instances", "os", "pairs", "indexes"}
 TOP_OPTIONAL = {"date", "companions", "placeholders", "limitations", "driver", "docs", "dlami",
-                "sources", "torch_companions"}
+                "sources", "torch_companions", "stack"}
 
 
 def _parse(r: _Reader, data: _Table, source: str, bundled: bool) -> Matrix | None:
@@ -263,6 +264,7 @@ def _parse(r: _Reader, data: _Table, source: str, bundled: bool) -> Matrix | Non
     pairs = _pairs(r, data, python)
     companions = _companions(r, data)
     torch_companions = _torch_companions(r, data)
+    stack = _stack(r, data)
     indexes = _indexes(r, data)
     placeholders = _placeholders(r, data)
     limitations = _limitations(r, data)
@@ -282,7 +284,7 @@ def _parse(r: _Reader, data: _Table, source: str, bundled: bool) -> Matrix | Non
         python=python, architectures=archs, instances=instances, os=oses, pairs=pairs,
         companions=companions, indexes=indexes, placeholders=placeholders,
         limitations=limitations, driver=driver, docs=docs, dlami=dlami, source=source,
-        bundled=bundled, sources=sources, torch_companions=torch_companions,
+        bundled=bundled, sources=sources, torch_companions=torch_companions, stack=stack,
     )
 
 
@@ -473,14 +475,53 @@ def _driver(r: _Reader, data: _Table) -> Driver:
     apt = []
     for i, a in enumerate(r.tables(d, "apt", "driver")):
         p = f"driver.apt[{i}]"
-        r.keys(a, p, {"name"}, {"version", "purpose", "confirmed", "source"})
+        r.keys(a, p, {"name"}, {"version", "purpose", "confirmed", "source", "families"})
         apt.append(AptPackage(name=r.str_(a, "name", p, name_like=True) or "",
                               version=r.str_(a, "version", p), purpose=r.str_(a, "purpose", p),
                               confirmed=bool(r.bool_(a, "confirmed", p, True)),
-                              source=r.str_(a, "source", p)))
+                              source=r.str_(a, "source", p), families=r.strs(a, "families", p)))
+    _check_family_rows(r, apt)
     return Driver(module=r.str_(d, "module", "driver") or "neuron",
                   min_version=r.str_(d, "min_version", "driver"),
                   pci_vendor=r.str_(d, "pci_vendor", "driver"), apt=tuple(apt))
+
+
+def _check_family_rows(r: _Reader, apt: list[AptPackage]) -> None:
+    """A package listed twice must say which instance families each row is for, and no family
+    may be claimed by two rows of one package."""
+    claimed: dict[tuple[str, str], int] = {}
+    names = [a.name for a in apt]
+    for i, a in enumerate(apt):
+        if names.count(a.name) > 1 and not a.families:
+            r.bad(f"driver.apt[{i}].families", f"{a.name} is listed more than once: each row "
+                  "needs 'families' (the instance families it is for)")
+        for fam in a.families:
+            if (a.name, fam) in claimed:
+                r.bad(f"driver.apt[{i}].families", f"{a.name} for {fam} is already given by "
+                      f"driver.apt[{claimed[(a.name, fam)]}]")
+            claimed[(a.name, fam)] = i
+
+
+def _stack(r: _Reader, data: _Table) -> tuple[StackPackage, ...]:
+    """[[stack]]: the exact versions of the release's own Python packages."""
+    out, seen = [], set()
+    for i, d in enumerate(r.tables(data, "stack", "")):
+        p = f"stack[{i}]"
+        r.keys(d, p, {"name", "version"}, {"torch", "required", "families", "purpose"})
+        name = r.str_(d, "name", p, name_like=True) or ""
+        version = r.version(d, "version", p)
+        torch = r.str_(d, "torch", p)
+        if torch and not _TORCH_MINOR.match(torch):
+            r.bad(_join(p, "torch"), f"{torch!r} is not a torch minor such as '2.14'")
+        key = (canonicalize_name(name), str(version), torch)
+        if name and key in seen:
+            r.bad(p, f"duplicate [[stack]] row for {name} {version}")
+        seen.add(key)
+        if version is not None:
+            out.append(StackPackage(name, str(d["version"]), torch,
+                                    bool(r.bool_(d, "required", p, False)),
+                                    r.strs(d, "families", p), r.str_(d, "purpose", p)))
+    return tuple(out)
 
 
 def _str_table(r: _Reader, data: _Table, key: str) -> tuple[tuple[str, str], ...]:
@@ -497,8 +538,8 @@ def _str_table(r: _Reader, data: _Table, key: str) -> tuple[tuple[str, str], ...
 # -- sources: every fact says where it comes from ---------------------------------------------
 OS_EXTRA = ("build_from_source", "new_dlamis", "source", "disputed_status", "disputed_source")
 SECTIONS = ("python", "instances", "os", "pairs", "companions", "torch_companions", "indexes",
-            "placeholders", "limitations", "driver", "docs", "dlami", "date", "status")
-MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami")
+            "placeholders", "limitations", "driver", "docs", "dlami", "date", "status", "stack")
+MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami", "stack")
 
 
 def _os_extra(r: _Reader, d: _Table, p: str) -> _Table:

@@ -147,6 +147,25 @@ class AptPackage:
     purpose: str | None = None
     confirmed: bool = True  # False: the version is known from a source that is not a pin
     source: str | None = None
+    # the instance families this row is for (empty: all); a release whose families ship
+    # different versions of one package has one row per version (AWS's manifest: inf1 rows)
+    families: tuple[str, ...] = ()
+
+
+@record
+class StackPackage:
+    """One Python package of the release's own stack (libneuronxla, torch-xla,
+    neuronx-distributed, ...): the exact version the release ships. A package with several
+    versions in one release has one row each; `torch` ties a row to the torch minor of one
+    [[pairs]] entry (torch-xla 2.1.6 goes with torch 2.1). `required`: torch-neuronx does not
+    work without it (it imports it)."""
+
+    name: str
+    version: str
+    torch: str | None = None
+    required: bool = False
+    families: tuple[str, ...] = ()
+    purpose: str | None = None
 
 
 @record
@@ -191,6 +210,7 @@ class Matrix:
     bundled: bool = False
     sources: tuple[Source, ...] = ()
     torch_companions: tuple[TorchCompanion, ...] = ()
+    stack: tuple[StackPackage, ...] = ()
 
     @property
     def version(self) -> Ver:
@@ -242,6 +262,26 @@ class Matrix:
 
     def apt(self, name: str) -> AptPackage | None:
         return next((a for a in self.driver.apt if a.name == name), None)
+
+    def for_family(self, family: str | None) -> Matrix:
+        """The matrix as one instance family sees it: of a package's per-family [[driver.apt]]
+        rows, the one for `family` (a row without `families` serves every family); with no
+        family known, the first row of each package."""
+        if not any(a.families for a in self.driver.apt):
+            return self
+        from neuron_env.util.record import replace
+
+        out: dict[str, AptPackage] = {}
+        for name in dict.fromkeys(a.name for a in self.driver.apt):
+            rows = [a for a in self.driver.apt if a.name == name]
+            out[name] = (next((a for a in rows if family and family in a.families), None)
+                         or next((a for a in rows if not a.families), None) or rows[0])
+        narrowed: Matrix = replace(self, driver=replace(self.driver, apt=tuple(out.values())))
+        return narrowed
+
+    def stack_rows(self, name: str) -> list[StackPackage]:
+        key = canonicalize_name(name)
+        return [s for s in self.stack if canonicalize_name(s.name) == key]
 
     def torch_companion(self, name: str, torch_minor: str) -> TorchCompanion | None:
         """The pairing of companion `name` for torch X.Y (None: the matrix does not say)."""

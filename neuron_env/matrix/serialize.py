@@ -55,8 +55,12 @@ def to_data(m: Matrix) -> dict[str, Any]:
             "pci_vendor": m.driver.pci_vendor,
             "apt": [drop_none({"name": a.name, "version": a.version, "purpose": a.purpose,
                                "confirmed": None if a.confirmed else False,
-                               "source": a.source})
+                               "source": a.source, "families": list(a.families) or None})
                     for a in m.driver.apt]}),
+        "stack": [drop_none({"name": x.name, "version": x.version, "torch": x.torch,
+                             "required": x.required or None,
+                             "families": list(x.families) or None, "purpose": x.purpose})
+                  for x in m.stack],
         "docs": dict(m.docs),
         "dlami": dict(m.dlami),
         "sources": [drop_none({"id": x.id, "url": x.url, "title": x.title,

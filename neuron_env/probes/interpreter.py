@@ -26,6 +26,8 @@ class Dist:
     direct_url: dict | None = None
     location: str | None = None
     wrong_package_marker: bool = False
+    # its `Requires-Dist:` lines on numpy and optimum (inside/probe.py PINNED), as written
+    requires_pinned: tuple[str, ...] = ()
 
 
 @record
@@ -136,9 +138,11 @@ def finish_probe(path: str, by: str, running: proc.Running) -> TargetFacts:
             continue
         key = canonicalize_name(str(d["name"]))
         direct, _ = _json(d.get("direct_url_text"))
+        pinned = d.get("requires_pinned")
         dists[key] = Dist(str(d["name"]), str(d["version"]),
                           direct if isinstance(direct, dict) else None,
-                          d.get("location"), bool(d.get("wrong_package_marker")))
+                          d.get("location"), bool(d.get("wrong_package_marker")),
+                          tuple(str(x) for x in pinned) if isinstance(pinned, list) else ())
     manifest, bad = _json(doc.get("manifest_text"))
     manifest_error = f"{doc.get('manifest_path')} is not valid JSON: {bad}" if bad else None
     if doc.get("manifest_unreadable"):  # there, but not for this user (a 0600 root file)

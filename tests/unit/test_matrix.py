@@ -22,7 +22,7 @@ from tests.conftest import REPO
 
 BUNDLED = REPO / "matrices" / "neuron-2.33.toml"
 GOOD = BUNDLED.read_text()
-MANIFEST = REPO.parent / "shared" / "reference" / "n2-manifest.json"
+MANIFEST = REPO / "tests" / "fixtures" / "n2-manifest.json"  # AWS's manifest, whole
 SCHEMA = json.loads((REPO / "matrices" / "schema.json").read_text())
 
 
@@ -250,7 +250,7 @@ def test_resolver_pair_python_ranges():
 
 
 # -- import from AWS's manifest ------------------------------------------------------------------
-@pytest.mark.skipif(not MANIFEST.exists(), reason="shared/reference/n2-manifest.json is absent")
+@pytest.mark.skipif(not MANIFEST.exists(), reason="tests/fixtures/n2-manifest.json is absent")
 def test_import_manifest_xla_releases():
     res = convert(load_manifest(MANIFEST), str(MANIFEST))
     by = {m.release: m for m in res.matrices}
@@ -269,7 +269,7 @@ def test_import_manifest_xla_releases():
 def test_bundled_imports_are_current():
     """matrices/neuron-2.*.toml (XLA) are exactly what `matrix import` writes today."""
     if not MANIFEST.exists():
-        pytest.skip("shared/reference/n2-manifest.json is absent")
+        pytest.skip("tests/fixtures/n2-manifest.json is absent")
     res = convert(load_manifest(MANIFEST), str(MANIFEST))
     for m in res.matrices:
         f = REPO / "matrices" / f"neuron-{m.release}.toml"

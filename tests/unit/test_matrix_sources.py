@@ -39,8 +39,11 @@ def test_233_apt_versions_are_recorded_unconfirmed_with_their_source():
 
 def test_imported_xla_matrix_cites_the_manifest():
     m = catalog.select("2.31.1")
-    assert [s.id for s in m.sources] == ["n2-manifest"] and m.sources[0].covers == ("*",)
-    assert m.sources_for("instances.trn1") == list(m.sources)
+    assert [s.id for s in m.sources] == ["n2-manifest", "trn1-arch", "trn2-arch", "inf2-arch"]
+    assert m.sources[0].covers == ("*",)
+    # the instance catalogue's facts cite AWS's architecture pages
+    assert [s.id for s in m.sources_for("instances.trn1")] == ["n2-manifest", "trn1-arch"]
+    assert m.instance_type("trn1.32xlarge")[1].source == "trn1-arch"
 
 
 def test_sources_text_lists_what_cites_each_source():

@@ -81,8 +81,32 @@ def with_aws():
     return replace(host(), aws=AwsFacts(info, None, True))
 
 
+XLA = catalog.select("2.31.1")  # the native releases' matrices list no [[stack]]
+
+
+def xla_stack():
+    """A trn1 host with Neuron 2.31.1's own Python stack (backend.stack reads XLA matrices)."""
+    pair = XLA.pairs[0]
+    pkgs = {"torch": str(pair.torch), "torch-neuronx": str(pair.torch_neuronx)[2:]}
+    pkgs |= {r.name: r.version for r in XLA.stack}
+    return host(instance="trn1.32xlarge", tgt=target(pkgs))
+
+
+def with_numpy():
+    """neuronx-cc declaring its numpy range (Requires-Dist), numpy inside it."""
+    from neuron_env.probes.interpreter import Dist
+
+    facts = healthy()
+    t = facts.target
+    cc = t.dist("neuronx-cc")
+    dists = {**t.dists, "neuronx-cc": replace(cc, requires_pinned=("numpy (<=1.25.2,>=1.24.3)",)),
+             "numpy": Dist("numpy", "1.25.2")}
+    return replace(facts, target=replace(t, dists=dists))
+
+
 PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
-              "instance.aws": with_aws}
+              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.pins": with_numpy}
+PASS_MATRIX = {"backend.stack": XLA}
 
 
 checks.all_ids()  # loads the registry
@@ -92,7 +116,7 @@ IDS = [i for i, _, _ in checks.REGISTRY]
 @pytest.mark.parametrize("cid", IDS)
 def test_every_check_passes_only_on_what_it_observed(cid):
     facts = PASS_FACTS.get(cid, healthy)()
-    r = checks.run_checks(facts, M, CTX, [cid])[0]
+    r = checks.run_checks(facts, PASS_MATRIX.get(cid, M), CTX, [cid])[0]
     assert r.status == "pass", f"{cid}: no pass path from these facts: {r.summary}"
     assert r.observed is not None, f"{cid} passed without recording what it observed"
     assert "unknown" not in r.summary.lower(), r.summary

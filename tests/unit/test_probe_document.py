@@ -74,6 +74,7 @@ def _headers_whole_file(path):
     with open(path, "rb") as f:
         text = f.read(256 * 1024).decode("utf-8", "replace")
     name = version = None
+    pinned = []
     for line in text.splitlines():
         if not line.strip():
             break
@@ -82,7 +83,9 @@ def _headers_whole_file(path):
             name = value.strip()
         elif sep and key.strip().lower() == "version" and version is None:
             version = value.strip()
-    return name, version, None
+        elif sep and key.strip().lower() == "requires-dist" and probe._pinned(value.strip()):
+            pinned.append(value.strip())
+    return name, version, None, pinned
 
 
 @given(st.lists(st.sampled_from(["Classifier: Programming Language :: Python :: 3",
