@@ -44,6 +44,7 @@ def _load() -> None:
         host,
         lineage,
         network,
+        states,
         tools,
     )
 

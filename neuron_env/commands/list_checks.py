@@ -34,6 +34,11 @@ ABOUT = {
     "driver.module": "the neuron kernel module is loaded (aws-neuronx-dkms)",
     "driver.packages": "the release's apt packages are installed",
     "driver.devices": "/dev/neuron* nodes and neuron-ls agree with the instance type",
+    "driver.states": "no Neuron package left half-done (dpkg iF/iU/iH, rpm duplicates)",
+    "driver.dkms": "the DKMS driver is built and installed for the running kernel",
+    "container.driver": "no driver package inside a container (it belongs on the host)",
+    "os.limits": "open-file and locked-memory limits for N ranks (and EFA)",
+    "os.libs": "the shared libraries neuronx-cc's compiled modules need are present",
 }
 
 

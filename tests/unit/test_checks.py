@@ -28,6 +28,8 @@ def test_healthy_trn2_host_passes_everything():
     res = run(host())
     assert res.pop("container.devices").status == "skip"  # not in a container
     assert res.pop("backend.companions").status == "skip"  # no torchvision & co.
+    for skipped in ("os.limits", "os.libs", "driver.dkms", "container.driver"):
+        assert res.pop(skipped).status == "skip"  # no limits, kernel, neuronx-cc facts here
     assert {r.status for r in res.values()} == {"pass"}, {
         k: (r.status, r.summary) for k, r in res.items() if r.status != "pass"}
     assert exit_code(list(res.values())) == 0
@@ -36,8 +38,8 @@ def test_healthy_trn2_host_passes_everything():
                          "backend.torch", "backend.pairing", "backend.origin", "backend.tools",
                          "backend.emulator", "backend.lineage", "backend.collectives",
                          "driver.module", "driver.packages", "driver.devices",
-                         "driver.versions", "driver.cores", "tools.path", "cache.compile",
-                         "net.efa", "container.devices"]
+                         "driver.versions", "driver.cores", "driver.states", "tools.path",
+                         "cache.compile", "net.efa", "container.devices"]
 
 
 @pytest.mark.parametrize("itype, status, words", [
@@ -270,7 +272,7 @@ def test_a_crashing_check_becomes_an_error_result(monkeypatch):
 def test_select_only_skip_and_unknown_ids():
     assert checks.select(["driver"], []) == ["driver.module", "driver.packages",
                                               "driver.devices", "driver.versions",
-                                              "driver.cores"]
+                                              "driver.cores", "driver.states", "driver.dkms"]
     assert "os.arch" not in checks.select([], ["os.arch"])
     with pytest.raises(UsageError, match="unknown check id"):
         checks.select(["nope"], [])
