@@ -162,7 +162,8 @@ def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     expected = {a.name: a.version or "any" for a in m.driver.apt}
     if missing:
         return Result("driver.packages", "driver", "warn",
-                      f"missing apt packages: {', '.join(missing)}", observed=observed,
+                      f"missing {'rpm' if d.manager == 'rpm' else 'apt'} packages: "
+                      f"{', '.join(missing)}", observed=observed,
                       expected=expected, **apt_fix(facts, m, missing))
     if differ:
         return Result("driver.packages", "driver", "warn",

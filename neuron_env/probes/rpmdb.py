@@ -18,8 +18,11 @@ from neuron_env.util.record import factory, record
 class Root(Protocol):
     """probes.host.Root as this module uses it (named here: host.py imports this module)."""
 
-    path: Path
-    explicit: bool
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def explicit(self) -> bool: ...
 
     def file(self, rel: str) -> Path: ...
 
@@ -123,7 +126,7 @@ def _sqlite_facts(root: Root) -> RpmFacts:
     except Exception as e:  # sqlite3.Error and whatever a damaged file raises: said, not raised
         return RpmFacts(present=True, source=SQLITE,
                         problem=f"{SQLITE} could not be read as an rpm database ({e})")
-    note = f"; {bad} entries were not rpm headers" if bad else None
+    note = f"{bad} entries were not rpm headers" if bad else None
     return RpmFacts(present=True, source=SQLITE, packages=packages, problem=note)
 
 
