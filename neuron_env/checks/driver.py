@@ -43,14 +43,15 @@ def _not_neuron_host(facts: HostFacts, m: Matrix) -> str | None:
     return None
 
 
-def rebuild_dkms_cmd(facts: HostFacts) -> str:
-    """Headers for the running kernel, then DKMS builds the driver again."""
+def rebuild_dkms_cmd(facts: HostFacts, package: str = "aws-neuronx-dkms") -> str:
+    """Headers for the running kernel, then DKMS builds the driver again (a reinstall of the
+    package runs its DKMS build)."""
     k = pkgfix.kernel_expr(facts)
     if pkgfix.family(facts) == "rpm":
         return (f'sudo {pkgfix.rpm_tool(facts)} install -y "kernel-devel-{k}" && '
-                f'sudo {pkgfix.rpm_tool(facts)} reinstall -y aws-neuronx-dkms')
+                f'sudo {pkgfix.rpm_tool(facts)} reinstall -y {package}')
     return (f'sudo apt-get install -y "linux-headers-{k}" && '
-            "sudo dpkg-reconfigure aws-neuronx-dkms")
+            f"sudo dpkg-reconfigure {package}")
 
 
 def finish_dkms_cmd(facts: HostFacts) -> str:

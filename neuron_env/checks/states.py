@@ -89,11 +89,15 @@ def _rpm_states(facts: HostFacts, m: Matrix) -> Result:
 
 
 def _installed_driver(facts: HostFacts) -> tuple[str, str] | None:
+    """(package, version) of the driver: from the package database, else from the DKMS tree
+    (an Amazon Linux 2 rpm database that could not be read still leaves var/lib/dkms)."""
     d = facts.driver
     for name in (DKMS, LEGACY_DKMS):
         ver = d.packages.get(name) or d.versions.get(name)
         if ver:
             return name, ver
+    for b in facts.kernel.dkms:
+        return f"{b.module}-dkms", b.version
     return None
 
 
@@ -124,17 +128,18 @@ def driver_dkms(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                        fix=(cmd := f"sudo dkms install {b.module}/{b.version} -k {k.running} "
                                    "&& sudo modprobe neuron"), fix_command=cmd)
     others = f" (it is built for {', '.join(k.with_module)} only)" if k.with_module else ""
+    pkg = drv[0] if drv else DKMS
     if k.running not in k.with_headers:
         return verdict("fail", f"no neuron.ko for the running kernel {k.running}{others}: its "
                        "headers are not installed, so DKMS could not build the driver",
-                       observed=observed, fix=(cmd := rebuild_dkms_cmd(facts)), fix_command=cmd,
-                       docs=m.doc("setup"))
+                       observed=observed, fix=(cmd := rebuild_dkms_cmd(facts, pkg)),
+                       fix_command=cmd, docs=m.doc("setup"))
     where = f" (see /var/lib/dkms/{drv[0].replace('-dkms', '')}/{drv[1].split('-')[0]}/build/" \
             "make.log)" if drv else ""
     return verdict("fail", f"no neuron.ko for the running kernel {k.running}{others}: the "
                    f"headers are there but the DKMS build did not produce it{where}",
-                   observed=observed, fix=(cmd := rebuild_dkms_cmd(facts)), fix_command=cmd,
-                   docs=m.doc("setup"))
+                   observed=observed, fix=(cmd := rebuild_dkms_cmd(facts, pkg)),
+                   fix_command=cmd, docs=m.doc("setup"))
 
 
 @check("container.driver", "container")

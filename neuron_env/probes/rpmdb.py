@@ -143,7 +143,8 @@ def _bdb_facts(root: Root, rpm: str | None) -> RpmFacts:
     done = proc.run(argv, timeout=15)
     if done.returncode not in (0, 1) or done.timed_out:
         return RpmFacts(present=True, source="rpm --root",
-                        problem=f"rpm --root could not read {BDB} (exit {done.returncode})")
+                        problem=f"rpm --root could not read {BDB} (exit {done.returncode}): "
+                                "rpm package states not read")
     found: dict[str, list[str]] = {}
     for line in done.stdout.splitlines()[:10_000]:
         name, _, ver = line.partition("\t")
