@@ -149,23 +149,26 @@ def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     why = _not_neuron_host(facts, m)
     if why and not d.packages:
         return Result("driver.packages", "driver", "skip", f"{why}: no Neuron packages expected")
-    missing, differ = [], []
+    missing: list[str] = []
+    differ: list[str] = []
+    half: list[str] = []  # left half-done by dpkg: named so, not "missing"
     for a in m.driver.apt:
         have = d.packages.get(a.name)
         if have is None and a.name in d.states:
-            differ.append(f"{a.name} {d.versions.get(a.name, '')} is {d.states[a.name]} "
-                          "(see driver.states)")
+            half.append(f"{a.name} {d.versions.get(a.name, '')} is {d.states[a.name]}")
         elif have is None:
             missing.append(a.name)
         elif a.version and not have.startswith(a.version):
             differ.append(f"{a.name} {have} (release: {a.version})")
     observed = {a.name: d.packages.get(a.name) for a in m.driver.apt}
     expected = {a.name: a.version or "any" for a in m.driver.apt}
+    tail = f"; {'; '.join(half)} (see driver.states)" if half else ""
     if missing:
         return Result("driver.packages", "driver", "warn",
                       f"missing {'rpm' if d.manager == 'rpm' else 'apt'} packages: "
-                      f"{', '.join(missing)}", observed=observed,
+                      f"{', '.join(missing)}{tail}", observed=observed,
                       expected=expected, **apt_fix(facts, m, missing))
+    differ += [h + " (see driver.states)" for h in half]
     if differ:
         return Result("driver.packages", "driver", "warn",
                       f"versions differ from the release: {'; '.join(differ)}",
