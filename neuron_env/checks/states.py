@@ -245,12 +245,14 @@ def os_libs(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         names = ", ".join(libs.missing)
         first = next(iter(libs.missing.items()))
         fam = pkgfix.family(facts)
-        how = ("apt-file search LIB (Debian/Ubuntu)" if fam == "apt" else
-               "dnf provides '*/LIB'" if fam == "rpm" else "the distribution's package search")
-        return verdict("fail", f"{libs.package}'s compiled modules need {names}, which nothing "
-                       f"on the library path provides (e.g. {first[0]} for "
-                       f"{', '.join(first[1])}): the compiler fails to import", observed=observed,
+        lib = first[0]
+        how = (f"apt-file search {lib}" if fam == "apt" else
+               f"dnf provides '*/{lib}'" if fam == "rpm" else "the distribution's package search")
+        return verdict("fail", f"{libs.package}'s compiled modules and programs need {names}, "
+                       f"which nothing on the library path provides (e.g. {lib} for "
+                       f"{', '.join(first[1])}): the compiler fails to load them",
+                       observed=observed,
                        fix=f"install the package that provides each in the image (find it with "
-                           f"{how}), or use a Neuron DLC base image")
+                           f"{how}), or build on a Neuron DLC base image")
     return verdict("pass", f"{libs.package}: every library its {libs.files} shared objects "
                    "need is found", observed=observed)

@@ -1,7 +1,8 @@
-"""The shared libraries an installed package's extension modules need (ELF DT_NEEDED, read with
-the small pure-Python reader below) and which of them nothing on the library search path
-provides: what `import neuronxcc` would fail on in a slim container image. Bounded: at most
-MAX_FILES shared objects, each read by seek (headers, the dynamic segment, its strings)."""
+"""The shared libraries an installed package's extension modules and programs need (ELF
+DT_NEEDED, read with the small pure-Python reader below) and which of them nothing on the
+library search path provides: what neuronx-cc would fail to load in a slim container image.
+Bounded: at most MAX_FILES objects, each read by seek (headers, the dynamic segment, its
+strings)."""
 
 from __future__ import annotations
 
@@ -116,13 +117,25 @@ class LibFacts:
     error: str | None = None
 
 
+def _is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def _shared_objects(top: Path) -> tuple[list[Path], bool]:
+    """The shared objects under top, and the ELF programs in its bin/ folders (neuronx-cc
+    runs some of its passes as programs: starfish/bin/walrus_driver)."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
+        in_bin = Path(dirpath).name == "bin"
         for fn in sorted(filenames):
-            if ".so" in fn and (fn.endswith(".so") or ".so." in fn):
-                out.append(Path(dirpath) / fn)
+            p = Path(dirpath) / fn
+            if (fn.endswith(".so") or ".so." in fn) or (in_bin and _is_elf(p)):
+                out.append(p)
                 if len(out) >= MAX_FILES:
                     return out, True
     return out, False

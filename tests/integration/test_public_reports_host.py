@@ -42,6 +42,7 @@ class Report:
     fix: tuple[str, ...]  # all in the fix line (the thread's fix that worked)
     env: dict | None = None  # the environment doctor ran in (container variables)
     summary: str = ""  # in the summary, when the class must be named as such
+    python: Callable[[Path], Path] | None = None  # the target interpreter, when it matters
 
 
 def _dpkg(root: Path, packages: dict[str, tuple[str, str]]) -> Path:
@@ -168,6 +169,30 @@ def r_efa_memlock(base: Path) -> Path:
     return _dpkg(root, {"aws-neuronx-dkms": ("2.19.64.0", OK)})
 
 
+def r_optimum698(base: Path) -> Path:
+    """A TGI Neuron image whose neuronx-cc runs starfish/bin/walrus_driver: 'error while loading
+    shared libraries: libxml2.so.2: cannot open shared object file'. The compiler is installed
+    in the doctor's target (see `with_compiler`); the image lacks libxml2."""
+    root = roots.make_root(base, os="ubuntu-22.04", instance="inf2.48xlarge", devices=12,
+                           driver="2.18.12.0", cores=2)
+    roots.make_container(root)
+    hp.add_system_libs(root, ["libc.so.6", "libstdc++.so.6", "libm.so.6"])
+    return root
+
+
+def with_compiler(python: Path) -> Path:
+    """neuronx-cc 2.15 in the target, with an ELF program that needs libxml2.so.2."""
+    from tests.helpers.envs import add_dist, site_packages
+
+    site = site_packages(python)
+    add_dist(site, "neuronx-cc", "2.15.128.0")
+    bin_dir = site / "neuronxcc/starfish/bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "walrus_driver").write_bytes(hp.elf_so(["libxml2.so.2", "libstdc++.so.6",
+                                                       "libm.so.6", "libc.so.6"]))
+    return python
+
+
 REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/655", "2023-04-21", "2.9.1",
            r655, "driver.module", "fail",
@@ -206,6 +231,9 @@ REPORTS = [
     Report("https://github.com/awslabs/awsome-distributed-ai/issues/647", "2025-04-19",
            "2.22.0", r_efa_memlock, "os.limits", "warn", ("ulimit -l unlimited",),
            summary="locked memory"),
+    Report("https://github.com/huggingface/optimum-neuron/issues/698", "2024-09-20", "2.20.0",
+           r_optimum698, "os.libs", "fail", ("apt-file search",), summary="libxml2.so.2",
+           python=with_compiler),
 ]
 
 
@@ -225,7 +253,10 @@ def doctor(root: Path, release: str, python: Path, env: dict | None = None) -> d
 
 @pytest.mark.parametrize("rep", REPORTS, ids=[r.url.split("github.com/")[1] for r in REPORTS])
 def test_public_report(rep: Report, tmp_path, doctor_python):
-    res = doctor(rep.build(tmp_path / "root"), rep.release, doctor_python, rep.env)
+    from tests.helpers.envs import make_venv
+
+    python = rep.python(make_venv(tmp_path / "v")) if rep.python else doctor_python
+    res = doctor(rep.build(tmp_path / "root"), rep.release, python, rep.env)
     r = res[rep.check]
     assert r["status"] == rep.status, (rep.url, r["summary"])
     assert rep.summary in r["summary"], (rep.url, r["summary"])
