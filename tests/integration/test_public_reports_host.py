@@ -180,6 +180,14 @@ def r_optimum698(base: Path) -> Path:
     return root
 
 
+def r452(base: Path) -> Path:
+    """inf1.xlarge on a GPU TensorFlow DLAMI (Ubuntu 20.04) without Neuron's apt repository:
+    'E: Unable to locate package aws-neuron-dkms'; adding the repository and its key fixed it."""
+    root = roots.make_root(base, os_release_text=UBUNTU["20.04"], instance="inf1.xlarge",
+                           devices=0)
+    return _dpkg(root, {})
+
+
 def with_compiler(python: Path) -> Path:
     """neuronx-cc 2.15 in the target, with an ELF program that needs libxml2.so.2."""
     from tests.helpers.envs import add_dist, site_packages
@@ -231,6 +239,10 @@ REPORTS = [
     Report("https://github.com/awslabs/awsome-distributed-ai/issues/647", "2025-04-19",
            "2.22.0", r_efa_memlock, "os.limits", "warn", ("ulimit -l unlimited",),
            summary="locked memory"),
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/452", "2022-07-21", "2.3.0",
+           r452, "driver.module", "fail",
+           ("/etc/apt/sources.list.d/neuron.list", "https://apt.repos.neuron.amazonaws.com focal",
+            "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB", "aws-neuronx-dkms"), summary="not installed"),
     Report("https://github.com/huggingface/optimum-neuron/issues/698", "2024-09-20", "2.20.0",
            r_optimum698, "os.libs", "fail", ("apt-file search",), summary="libxml2.so.2",
            python=with_compiler),
