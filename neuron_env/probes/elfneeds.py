@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from neuron_env.probes.host import Root
 
 MAX_FILES = 600
+MAX_WALK = 100_000  # directory entries looked at, at most
 MAX_DYN = 1 << 16  # bytes of dynamic entries read
 MAX_STR = 1 << 20  # bytes of the dynamic string table read
 PT_LOAD, PT_DYNAMIC = 1, 2
@@ -117,7 +118,7 @@ class LibFacts:
     error: str | None = None
 
 
-def _is_elf(path: Path) -> bool:
+def _is_elf(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(4) == b"\x7fELF"
@@ -127,17 +128,22 @@ def _is_elf(path: Path) -> bool:
 
 def _shared_objects(top: Path) -> tuple[list[Path], bool]:
     """The shared objects under top, and the ELF programs in its bin/ folders (neuronx-cc
-    runs some of its passes as programs: starfish/bin/walrus_driver)."""
+    runs some of its passes as programs: starfish/bin/walrus_driver). Names are tested as
+    strings (a Path per file costs more than the walk); at most MAX_WALK entries are seen."""
     out: list[Path] = []
+    seen = 0
     for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        in_bin = Path(dirpath).name == "bin"
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        seen += len(filenames)
+        in_bin = os.path.basename(dirpath) == "bin"
         for fn in sorted(filenames):
-            p = Path(dirpath) / fn
-            if (fn.endswith(".so") or ".so." in fn) or (in_bin and _is_elf(p)):
-                out.append(p)
+            if fn.endswith(".so") or ".so." in fn or (
+                    in_bin and _is_elf(os.path.join(dirpath, fn))):
+                out.append(Path(dirpath, fn))
                 if len(out) >= MAX_FILES:
                     return out, True
+        if seen >= MAX_WALK:
+            return out, True
     return out, False
 
 
@@ -154,17 +160,22 @@ def system_dirs(root: Root, arch: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(dirs))
 
 
-def _found(lib: str, so: Path, needs: ElfNeeds, own: set[str], root: Root,
-           dirs: tuple[str, ...], ld_path: tuple[str, ...]) -> bool:
+def _found(lib: str, so: Path, needs: ElfNeeds, own: set[str], system: dict[str, bool],
+           where: tuple[Root, tuple[str, ...], tuple[str, ...]]) -> bool:
+    """lib through the object's RUNPATH/RPATH ($ORIGIN), the package's own objects, then
+    LD_LIBRARY_PATH and the system folders (that answer cached per name: it is the same for
+    every object)."""
     if lib in own:
         return True
     for d in needs.search:
         d = d.replace("$ORIGIN", str(so.parent)).replace("${ORIGIN}", str(so.parent))
         if (Path(d) / lib).exists():
             return True
-    if any((Path(d) / lib).exists() for d in ld_path if d):
-        return True
-    return any(root.file(f"{d}/{lib}").exists() for d in dirs)
+    if lib not in system:
+        root, dirs, ld_path = where
+        system[lib] = any((Path(d) / lib).exists() for d in ld_path if d) or any(
+            root.file(f"{d}/{lib}").exists() for d in dirs)
+    return system[lib]
 
 
 def probe_libs(root: Root, package_dir: str | None, name: str, arch: str | None,
@@ -177,6 +188,8 @@ def probe_libs(root: Root, package_dir: str | None, name: str, arch: str | None,
     dirs = system_dirs(root, arch)
     ld_path = tuple((ld_library_path or "").split(":"))
     missing: dict[str, list[str]] = {}
+    system: dict[str, bool] = {}
+    where = (root, dirs, ld_path)
     bad = 0
     for so in sos:
         try:
@@ -185,7 +198,7 @@ def probe_libs(root: Root, package_dir: str | None, name: str, arch: str | None,
             bad += 1
             continue
         for lib in needs.needed:
-            if lib in missing or not _found(lib, so, needs, own, root, dirs, ld_path):
+            if lib in missing or not _found(lib, so, needs, own, system, where):
                 missing.setdefault(lib, []).append(so.name)
     return LibFacts(package=name, files=len(sos), unreadable=bad, capped=capped, search=dirs,
                     missing={k: tuple(v[:3]) for k, v in sorted(missing.items())})
