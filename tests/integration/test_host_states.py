@@ -199,3 +199,21 @@ def test_the_compilers_missing_library_is_named(tmp_path, py):
     assert "libneuronxcc_rt.so" not in r["summary"]  # found through RUNPATH ($ORIGIN)
     hp.add_system_libs(root, ["libgomp.so.1"])
     assert doctor(root, "2.20.0", py)["os.libs"]["status"] == "pass"
+
+
+def test_a_berkeley_db_is_read_through_rpm_when_there_is_one(tmp_path):
+    """Amazon Linux 2: `rpm --root ROOT --dbpath /var/lib/rpm -qa --qf …` (a stand-in rpm that
+    answers as rpm does; Debian's rpm is not installed here)."""
+    root = roots.make_root(tmp_path / "r", os="amzn-2023")
+    (root / "var/lib/rpm").mkdir(parents=True)
+    (root / "var/lib/rpm/Packages").write_bytes(b"\0" * 64)
+    rpm = roots.add_executable(tmp_path / "bin/rpm", (
+        f'[ "$1 $2 $3 $4" = "--root {root} --dbpath /var/lib/rpm" ] || exit 3\n'
+        "printf 'aws-neuronx-dkms\\t2.19.64.0-dkms\\naws-neuronx-tools\\t2.20.204.0-1\\n'\n"))
+    got = rpmdb.probe_rpm(make_root(str(root)), rpm=str(rpm))
+    assert got.source == "rpm --root" and got.problem is None
+    assert got.packages == {"aws-neuronx-dkms": ("2.19.64.0-dkms",),
+                            "aws-neuronx-tools": ("2.20.204.0-1",)}
+    broken = roots.add_executable(tmp_path / "bin2/rpm", "exit 2\n")
+    got = rpmdb.probe_rpm(make_root(str(root)), rpm=str(broken))
+    assert got.packages == {} and "could not read" in got.problem
