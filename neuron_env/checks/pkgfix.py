@@ -70,9 +70,14 @@ def install(facts: HostFacts, m: Matrix, names: list[str], headers: bool = False
     if family(facts) == "rpm":
         tool = rpm_tool(facts)
         return f"sudo {tool} install -y " + " ".join(_q(p) for p in pre + rpm_specs(m, names))
-    cmd = fixes.apt_get_install(m, names)
-    return (cmd.replace("install -y ", "install -y " + " ".join(_q(p) for p in pre) + " ", 1)
-            if pre else cmd)
+    held = set(getattr(facts.driver, "held", ())) & set(names)
+    # a held package (the DLAMIs hold the driver) makes `apt-get install -y` refuse: "Held
+    # packages were changed and -y was used without --allow-change-held-packages"
+    flags = "-y --allow-change-held-packages" if held else "-y"
+    cmd = fixes.apt_get_install(m, names, flags)
+    if not pre:
+        return cmd
+    return cmd.replace(f"install {flags} ", f"install {flags} {' '.join(map(_q, pre))} ", 1)
 
 
 def remove(facts: HostFacts, names: list[str]) -> str:

@@ -176,6 +176,7 @@ class DriverFacts:
     dpkg_problem: str | None = None  # a dpkg status there but not read (too large, a FIFO)
     states: dict[str, str] = factory(dict)  # dpkg: Neuron packages left half-done, and how
     versions: dict[str, str] = factory(dict)  # dpkg: the version of each of those
+    held: tuple[str, ...] = ()  # dpkg: Neuron packages on hold (apt needs to be told)
     rpm: RpmFacts = factory(RpmFacts)  # the rpm database's Neuron packages (rpm hosts)
 
     @property
@@ -288,9 +289,16 @@ def probe_driver(root: Root) -> DriverFacts:
         packages=packages, dpkg_present=status is not None,
         states=parse_dpkg_states(status) if status else {},
         versions=_versions(status) if status else {}, rpm=rpm,
+        held=parse_dpkg_holds(status) if status else (),
         sysfs_present=root.file("sys/module").is_dir(),
         dpkg_problem=_dpkg_problem(root, problem) if problem else None,
     )
+
+
+def parse_dpkg_holds(text: str, prefix: str = "aws-neuron") -> tuple[str, ...]:
+    """The prefix* packages marked hold (`apt-mark hold`, as the DLAMIs ship the driver)."""
+    return tuple(sorted(f["Package"] for f in _neuron_stanzas(text, prefix)
+                        if f.get("Status", "").startswith("hold ")))
 
 
 def _versions(text: str) -> dict[str, str]:

@@ -188,6 +188,19 @@ def r452(base: Path) -> Path:
     return _dpkg(root, {})
 
 
+def r_pr736(base: Path) -> Path:
+    """A PyTorch DLAMI (Ubuntu 20.04) trn1.32xlarge whose Neuron packages the AMI put on hold,
+    a release behind: the update guide's `apt-get install -y` stops with 'Held packages were
+    changed and -y was used without --allow-change-held-packages'."""
+    root = roots.make_root(base, os_release_text=UBUNTU["20.04"], instance="trn1.32xlarge",
+                           devices=16, driver="2.11.9.0", cores=2)
+    hold = "hold ok installed"
+    return _dpkg(root, {"aws-neuronx-dkms": ("2.11.9.0", hold),
+                        "aws-neuronx-runtime-lib": ("2.15.14.0-279f319f2", hold),
+                        "aws-neuronx-collectives": ("2.15.16.0-db4e2d9a9", hold),
+                        "aws-neuronx-tools": ("2.12.2.0", hold)})
+
+
 def with_compiler(python: Path) -> Path:
     """neuronx-cc 2.15 in the target, with an ELF program that needs libxml2.so.2."""
     from tests.helpers.envs import add_dist, site_packages
@@ -243,6 +256,9 @@ REPORTS = [
            r452, "driver.module", "fail",
            ("/etc/apt/sources.list.d/neuron.list", "https://apt.repos.neuron.amazonaws.com focal",
             "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB", "aws-neuronx-dkms"), summary="not installed"),
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/pull/736", "2023-09-08", "2.13.0",
+           r_pr736, "driver.versions", "fail",
+           ("sudo apt-get install -y --allow-change-held-packages", "aws-neuronx-dkms=")),
     Report("https://github.com/huggingface/optimum-neuron/issues/698", "2024-09-20", "2.20.0",
            r_optimum698, "os.libs", "fail", ("apt-file search",), summary="libxml2.so.2",
            python=with_compiler),

@@ -121,3 +121,18 @@ def test_missing_libraries_name_the_os_search():
         "libxml2.so.2": ("walrus_driver",)}))
     r = run(f, "os.libs")
     assert r.status == "fail" and "apt-file search libxml2.so.2" in r.fix
+
+
+def test_held_packages_get_allow_change_held_packages():
+    from neuron_env.probes.host import parse_dpkg_holds
+
+    text = dpkg_stanzas({"aws-neuronx-dkms": ("2.11.9.0", "hold ok installed"),
+                         "aws-neuronx-tools": ("2.12.2.0", "install ok installed")})
+    assert parse_dpkg_holds(text) == ("aws-neuronx-dkms",)
+    f = host(apt={"aws-neuronx-dkms": "2.11.9.0"}, module="2.11.9.0")
+    f = replace(f, driver=replace(f.driver, held=("aws-neuronx-dkms",)))
+    r = run(f, "driver.module")
+    assert r.status == "warn" and "install -y --allow-change-held-packages" in r.fix_command
+    assert "--allow-change-held" not in (run(host(apt={"aws-neuronx-dkms": "2.11.9.0"},
+                                                  module="2.11.9.0"), "driver.module")
+                                         .fix_command or "")
