@@ -61,11 +61,18 @@ def finish_dkms_cmd(facts: HostFacts) -> str:
             "sudo dpkg --configure -a")
 
 
+def _tree_version(facts: HostFacts, module: str) -> str | None:
+    """The driver version var/lib/dkms holds for `module` (aws-neuronx, or the legacy
+    aws-neuron): the evidence left when the package database could not be read."""
+    return next((b.version for b in facts.kernel.dkms if b.module == module), None)
+
+
 def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result | None:
     """The legacy aws-neuron-dkms, or an aws-neuronx-dkms dpkg left unconfigured: named as
     such, not as "not installed"."""
     d, docs = facts.driver, m.doc("setup")
-    old = d.packages.get("aws-neuron-dkms") or d.versions.get("aws-neuron-dkms")
+    old = d.packages.get("aws-neuron-dkms") or d.versions.get("aws-neuron-dkms") or (
+        _tree_version(facts, "aws-neuron") if d.manager is None else None)
     if old:
         how = f"left {d.states['aws-neuron-dkms']}" if "aws-neuron-dkms" in d.states \
             else "installed"
@@ -132,6 +139,12 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       fix=(cmd := 'sudo modprobe neuron || { ' + rebuild_dkms_cmd(facts)
                            + ' && sudo modprobe neuron; }'),
                       fix_command=cmd, docs=docs)
+    if d.manager is None and (tree := _tree_version(facts, "aws-neuronx")):
+        why = d.no_dpkg("no package database")
+        return Result("driver.module", "driver", "fail",
+                      f"aws-neuronx-dkms {tree} is in the DKMS tree ({why}) but the neuron "
+                      "module is not loaded (see driver.dkms)", observed=observed, docs=docs,
+                      fix=(cmd := rebuild_dkms_cmd(facts)), fix_command=cmd)
     return Result("driver.module", "driver", "fail",
                   "the Neuron driver is not installed (no neuron module, no aws-neuronx-dkms)",
                   observed=observed, docs=docs, **apt_fix(facts, m))

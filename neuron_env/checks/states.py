@@ -47,7 +47,7 @@ def _dpkg_fix(facts: HostFacts, m: Matrix, states: dict[str, str]) -> str:
 def driver_states(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     """Neuron packages the package manager left half-done (dpkg iF/iU/iH, rpm duplicates)."""
     d = facts.driver
-    if d.manager == "rpm":
+    if not d.dpkg_present and d.rpm.present:
         return _rpm_states(facts, m)
     if not d.manager:
         return verdict("skip", d.no_dpkg("no dpkg status and no rpm database: package states "

@@ -181,12 +181,17 @@ class DriverFacts:
 
     @property
     def manager(self) -> str | None:
-        """"dpkg" or "rpm": where `packages` came from; None: neither database is there."""
-        return "dpkg" if self.dpkg_present else "rpm" if self.rpm.present else None
+        """"dpkg" or "rpm": where `packages` came from; None: neither database is there, or an
+        rpm database that could not be read (its problem is what no_dpkg says)."""
+        if self.dpkg_present:
+            return "dpkg"
+        unread = self.rpm.problem is not None and not self.rpm.packages
+        return "rpm" if self.rpm.present and not unread else None
 
     def no_dpkg(self, default: str) -> str:
-        """Why there are no package facts: the status file's problem, else `default`."""
-        return self.dpkg_problem or default
+        """Why there are no package facts: the status file's problem, the rpm database's,
+        else `default`."""
+        return self.dpkg_problem or (self.rpm.problem if self.rpm.present else None) or default
 
 
 def _stanza_fields(stanza: str) -> dict[str, str]:

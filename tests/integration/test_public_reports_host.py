@@ -306,5 +306,9 @@ def test_an_al2_rpm_database_that_cannot_be_read_is_said(tmp_path, doctor_python
                  {"PATH": "/usr/bin:/bin"} if not Path("/usr/bin/rpm").exists() else None)
     r = res["driver.states"]
     assert r["status"] == "warn" and "not read" in r["summary"], r
+    # no "missing packages" from a database that was not read; the DKMS tree still tells
+    assert res["driver.packages"]["status"] == "skip"
+    assert "Berkeley DB" in res["driver.packages"]["summary"]
+    assert "aws-neuron-dkms 2.2.6.0" in res["driver.module"]["summary"]
     assert not any("apt-get" in (x.get("fix_command") or x.get("fix") or "")
                    for x in res.values()), "an apt line on an rpm host"
