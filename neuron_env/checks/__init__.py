@@ -45,6 +45,7 @@ def _load() -> None:
         lineage,
         network,
         stack,
+        states,
         tools,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks import fixes
+from neuron_env.checks import fixes, pkgfix
 from neuron_env.checks.registry import check
 from neuron_env.report.model import Result
 
@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 def apt_fix(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> dict[str, Any]:
     """fix/fix_command: the Neuron apt repository set up for this host's codename, then the
     packages; where the host is not apt-based, what to do by hand."""
+    if pkgfix.family(facts) == "rpm" and m.os_entry(facts.os.id or "",
+                                                    facts.os.version_id or "") is not None:
+        line = pkgfix.rpm_install_with_repo(facts, m, names)
+        return {"fix": line + fixes.chroot_note(facts), "fix_command": line}
     cmd = fixes.apt_install(facts, m, names)
     if cmd is None:
         return {"fix": f"{facts.os.pretty_name or facts.os.id or 'this OS'} has no Neuron apt "
@@ -39,19 +43,63 @@ def _not_neuron_host(facts: HostFacts, m: Matrix) -> str | None:
     return None
 
 
+def rebuild_dkms_cmd(facts: HostFacts, package: str = "aws-neuronx-dkms") -> str:
+    """Headers for the running kernel, then DKMS builds the driver again (a reinstall of the
+    package runs its DKMS build)."""
+    k = pkgfix.kernel_expr(facts)
+    if pkgfix.family(facts) == "rpm":
+        return (f'sudo {pkgfix.rpm_tool(facts)} install -y "kernel-devel-{k}" && '
+                f'sudo {pkgfix.rpm_tool(facts)} reinstall -y {package}')
+    return (f'sudo apt-get install -y "linux-headers-{k}" && '
+            f"sudo dpkg-reconfigure {package}")
+
+
+def finish_dkms_cmd(facts: HostFacts) -> str:
+    """A half-configured aws-neuronx-dkms (its DKMS build failed): headers, then let dpkg
+    finish configuring it."""
+    return (f'sudo apt-get install -y "linux-headers-{pkgfix.kernel_expr(facts)}" && '
+            "sudo dpkg --configure -a")
+
+
+def _tree_version(facts: HostFacts, module: str) -> str | None:
+    """The driver version var/lib/dkms holds for `module` (aws-neuronx, or the legacy
+    aws-neuron): the evidence left when the package database could not be read."""
+    return next((b.version for b in facts.kernel.dkms if b.module == module), None)
+
+
+def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result | None:
+    """The legacy aws-neuron-dkms, or an aws-neuronx-dkms dpkg left unconfigured: named as
+    such, not as "not installed"."""
+    d, docs = facts.driver, m.doc("setup")
+    old = d.packages.get("aws-neuron-dkms") or d.versions.get("aws-neuron-dkms") or (
+        _tree_version(facts, "aws-neuron") if d.manager is None else None)
+    if old:
+        how = f"left {d.states['aws-neuron-dkms']}" if "aws-neuron-dkms" in d.states \
+            else "installed"
+        return Result("driver.module", "driver", "fail",
+                      f"the old aws-neuron-dkms {old} is {how}; it conflicts with "
+                      "aws-neuronx-dkms (which supports every instance type, Inf1 included)",
+                      observed=observed,
+                      fix=(cmd := pkgfix.remove(facts, ["aws-neuron-dkms"]) + " && "
+                           + pkgfix.install(facts, m, ["aws-neuronx-dkms"], headers=True)),
+                      fix_command=cmd, docs=docs)
+    if (state := d.states.get("aws-neuronx-dkms")) is not None:
+        return Result("driver.module", "driver", "fail",
+                      f"aws-neuronx-dkms {d.versions.get('aws-neuronx-dkms', '')} is "
+                      f"{state}: its install did not finish (see driver.states)",
+                      observed={**observed, "state": state}, docs=docs,
+                      fix=(cmd := finish_dkms_cmd(facts)), fix_command=cmd)
+    return None
+
+
 @check("driver.module", "driver")
 def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     dkms = d.packages.get("aws-neuronx-dkms")
-    old = d.packages.get("aws-neuron-dkms")
     observed = {"module_version": d.module_version, "aws-neuronx-dkms": dkms}
     docs = m.doc("setup")
-    if old:
-        return Result("driver.module", "driver", "fail",
-                      f"the old aws-neuron-dkms {old} is installed; it conflicts with "
-                      "aws-neuronx-dkms", observed=observed,
-                      fix=(cmd := "sudo apt-get remove -y aws-neuron-dkms && sudo apt-get "
-                                  "install -y aws-neuronx-dkms"), fix_command=cmd, docs=docs)
+    if (half := _half_done(facts, m, observed)) is not None:
+        return half
     pin = next((a.version for a in m.driver.apt if a.name == "aws-neuronx-dkms"), None)
     image = _image(facts)
     if facts.instance.assumed or image:
@@ -62,7 +110,7 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                           f"aws-neuronx-dkms {dkms} installed in {where} (loading not checked: "
                           f"{'mounted image' if image else 'assumed instance type'})",
                           observed=observed, expected=pin)
-        if not d.dpkg_present:
+        if not d.manager:
             return Result("driver.module", "driver", "skip",
                           d.no_dpkg(f"no dpkg status in {where}: the driver package "
                                     "cannot be checked"))
@@ -78,8 +126,8 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             return Result("driver.module", "driver", "warn",
                           f"neuron module {d.module_version} loaded, but aws-neuronx-dkms "
                           f"{dkms} differs from the release's {pin}", observed=observed,
-                          expected=pin, fix_command=(cmd := fixes.apt_get_install(
-                              m, ["aws-neuronx-dkms"])),
+                          expected=pin, fix_command=(cmd := pkgfix.install(
+                              facts, m, ["aws-neuronx-dkms"])),
                           fix=cmd)
         return Result("driver.module", "driver", "pass",
                       f"neuron module {d.module_version} loaded{extra}", observed=observed,
@@ -88,10 +136,15 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return Result("driver.module", "driver", "fail",
                       f"aws-neuronx-dkms {dkms} is installed but the neuron module is not "
                       "loaded", observed=observed,
-                      fix=(cmd := 'sudo modprobe neuron || { sudo apt-get install -y '
-                                  '"linux-headers-$(uname -r)" && sudo dpkg-reconfigure '
-                                  'aws-neuronx-dkms && sudo modprobe neuron; }'),
+                      fix=(cmd := 'sudo modprobe neuron || { ' + rebuild_dkms_cmd(facts)
+                           + ' && sudo modprobe neuron; }'),
                       fix_command=cmd, docs=docs)
+    if d.manager is None and (tree := _tree_version(facts, "aws-neuronx")):
+        why = d.no_dpkg("no package database")
+        return Result("driver.module", "driver", "fail",
+                      f"aws-neuronx-dkms {tree} is in the DKMS tree ({why}) but the neuron "
+                      "module is not loaded (see driver.dkms)", observed=observed, docs=docs,
+                      fix=(cmd := rebuild_dkms_cmd(facts)), fix_command=cmd)
     return Result("driver.module", "driver", "fail",
                   "the Neuron driver is not installed (no neuron module, no aws-neuronx-dkms)",
                   observed=observed, docs=docs, **apt_fix(facts, m))
@@ -102,26 +155,33 @@ def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     if not m.driver.apt:
         return Result("driver.packages", "driver", "skip", "the matrix lists no apt packages")
-    if not d.dpkg_present:
+    if not d.manager:
         return Result("driver.packages", "driver", "skip",
                       d.no_dpkg("no dpkg status (var/lib/dpkg/status): not a Debian/Ubuntu "
                                 "system"))
     why = _not_neuron_host(facts, m)
     if why and not d.packages:
         return Result("driver.packages", "driver", "skip", f"{why}: no Neuron packages expected")
-    missing, differ = [], []
+    missing: list[str] = []
+    differ: list[str] = []
+    half: list[str] = []  # left half-done by dpkg: named so, not "missing"
     for a in m.driver.apt:
         have = d.packages.get(a.name)
-        if have is None:
+        if have is None and a.name in d.states:
+            half.append(f"{a.name} {d.versions.get(a.name, '')} is {d.states[a.name]}")
+        elif have is None:
             missing.append(a.name)
         elif a.version and not have.startswith(a.version):
             differ.append(f"{a.name} {have} (release: {a.version})")
     observed = {a.name: d.packages.get(a.name) for a in m.driver.apt}
     expected = {a.name: a.version or "any" for a in m.driver.apt}
+    tail = f"; {'; '.join(half)} (see driver.states)" if half else ""
     if missing:
         return Result("driver.packages", "driver", "warn",
-                      f"missing apt packages: {', '.join(missing)}", observed=observed,
+                      f"missing {'rpm' if d.manager == 'rpm' else 'apt'} packages: "
+                      f"{', '.join(missing)}{tail}", observed=observed,
                       expected=expected, **apt_fix(facts, m, missing))
+    differ += [h + " (see driver.states)" for h in half]
     if differ:
         return Result("driver.packages", "driver", "warn",
                       f"versions differ from the release: {'; '.join(differ)}",
@@ -189,7 +249,7 @@ STACK = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives
 
 def base_version(v: str | None) -> str | None:
     """dpkg's `2.34.10.0-0e2a8f4ad` -> `2.34.10.0`."""
-    return v.split("-")[0].strip() if v else None
+    return v.split("-")[0].split("_")[0].strip() if v else None
 
 
 def minor(v: str | None) -> tuple[int, ...] | None:
@@ -211,7 +271,8 @@ def _apt_version(m: Matrix, name: str) -> str | None:
     return a.version if a else None
 
 
-def _legacy_result(d: DriverFacts, m: Matrix) -> Result | None:
+def _legacy_result(facts: HostFacts, m: Matrix) -> Result | None:
+    d = facts.driver
     legacy = [n for n in LEGACY if n in d.packages]
     if not legacy:
         return None
@@ -220,8 +281,8 @@ def _legacy_result(d: DriverFacts, m: Matrix) -> Result | None:
                   "the aws-neuronx-* packages: 'Unable to determine Neuron Driver version', "
                   "runtime compatibility-id errors)",
                   observed={n: d.packages[n] for n in legacy},
-                  fix=(cmd := f"sudo apt-get remove -y --purge {' '.join(legacy)} && "
-                       + fixes.apt_get_install(m, list(STACK))), fix_command=cmd,
+                  fix=(cmd := pkgfix.remove(facts, legacy) + " && "
+                       + pkgfix.install(facts, m, list(STACK))), fix_command=cmd,
                   docs=m.doc("install_troubleshooting") or m.doc("setup"))
 
 
@@ -271,10 +332,10 @@ def _loaded_vs_installed(facts: HostFacts) -> str | None:
 @check("driver.versions", "driver")
 def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
-    if not d.dpkg_present:
+    if not d.manager:
         return Result("driver.versions", "driver", "skip",
                       d.no_dpkg("no dpkg status: package versions cannot be compared"))
-    if (r := _legacy_result(d, m)) is not None:
+    if (r := _legacy_result(facts, m)) is not None:
         return r
     present = {n: d.packages.get(n) for n in STACK}
     if not any(present.values()):
@@ -285,7 +346,7 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     fails = _stack_mismatches(d, m)
     loaded = _loaded_vs_installed(facts)
     hard, soft = _release_differences(d, m)
-    cmd = fixes.apt_get_install(m, list(STACK))
+    cmd = pkgfix.install(facts, m, list(STACK))
     fix = cmd
     if loaded:
         fails.append(loaded)

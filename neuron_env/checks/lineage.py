@@ -122,7 +122,7 @@ def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     d = facts.driver
     name = "aws-neuronx-collectives"
-    if not d.dpkg_present:
+    if not d.manager:
         return Result("backend.collectives", "backend", "skip",
                       d.no_dpkg("no dpkg status: the collectives package cannot be checked"))
     why = _not_neuron_host(facts, m)
@@ -131,9 +131,9 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if why and not have:
         return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
     observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
-    from neuron_env.checks.fixes import apt_get_install
+    from neuron_env.checks import pkgfix
 
-    fix = apt_get_install(m, [name])
+    fix = pkgfix.install(facts, m, [name])
     docs = m.doc("runtime_notes") or m.doc("setup")
     if not have:
         return Result("backend.collectives", "backend", "fail",
@@ -146,7 +146,7 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       f"{name} {base_version(have)} does not match aws-neuronx-runtime-lib "
                       f"{base_version(rt)} (different releases)", observed=observed,
                       expected=pin, docs=docs,
-                      fix=(both := apt_get_install(m, [name, "aws-neuronx-runtime-lib"])),
+                      fix=(both := pkgfix.install(facts, m, [name, "aws-neuronx-runtime-lib"])),
                       fix_command=both)
     if pin and base_version(have) != pin:
         confirmed = want is not None and want.confirmed

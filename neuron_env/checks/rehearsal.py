@@ -27,6 +27,8 @@ NOT_USED = {
     "driver.devices": "no Neuron device is used",
     "driver.versions": "no Neuron apt package is used",
     "driver.cores": "no NeuronCore is used",
+    "driver.states": "no Neuron apt package is used",
+    "driver.dkms": "no Neuron driver is used",
     "tools.path": "the Neuron tools are not used",
     "container.devices": "no Neuron device is passed in",
     "net.efa": "no EFA is used",

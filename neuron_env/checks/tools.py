@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from neuron_env.checks import pkgfix
 from neuron_env.checks.driver import _not_neuron_host
 from neuron_env.checks.fixes import apt_get_install
 from neuron_env.checks.registry import check
@@ -52,7 +53,10 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         problems.append(f"{', '.join(missing)} not found (aws-neuronx-tools "
                         f"{'installed but incomplete' if tools_pkg else 'not installed'})")
         fixes.append(apt_get_install(m, ["aws-neuronx-tools"],
-                                     "-y --reinstall" if tools_pkg else "-y"))
+                                     "-y --reinstall" if tools_pkg else "-y")
+                     if pkgfix.family(facts) != "rpm" else  # no apt line on an rpm host
+                     pkgfix.reinstall(facts, ["aws-neuronx-tools"]) if tools_pkg else
+                     pkgfix.install(facts, m, ["aws-neuronx-tools"]))
     cc_note = None
     if not t.on_path.get("neuronx-cc"):
         if t.in_venv.get("neuronx-cc"):

@@ -38,6 +38,11 @@ ABOUT = {
     "backend.torch_neuron": "an Inf1 torch-neuron environment is named, not repaired with "
                             "torch-neuronx",
     "backend.pins": "numpy, optimum within the ranges the installed Neuron packages declare",
+    "driver.states": "no Neuron package left half-done (dpkg iF/iU/iH, rpm duplicates)",
+    "driver.dkms": "the DKMS driver is built and installed for the running kernel",
+    "container.driver": "no driver package inside a container (it belongs on the host)",
+    "os.limits": "open-file and locked-memory limits for N ranks (and EFA)",
+    "os.libs": "the shared libraries neuronx-cc's compiled modules need are present",
 }
 
 

@@ -12,12 +12,15 @@ from neuron_env.probes.holders import Holder, probe_holders
 from neuron_env.probes.host import DriverFacts, OSFacts, Root, probe_arch, probe_driver, probe_os
 from neuron_env.probes.instance import InstanceFacts, probe_instance
 from neuron_env.probes.interpreter import TargetFacts, finish_probe, start_probe
+from neuron_env.probes.kernel import KernelFacts, probe_kernel
+from neuron_env.probes.limits import LimitFacts, probe_limits
 from neuron_env.probes.neuron_ls import NeuronLsFacts, probe_neuron_ls
 from neuron_env.probes.tools import ToolsFacts, image_path, probe_tools
 from neuron_env.util.record import factory, record
 
 if TYPE_CHECKING:
     from neuron_env.aws.facts import AwsFacts
+    from neuron_env.probes.elfneeds import LibFacts
 
 
 @record
@@ -40,6 +43,9 @@ class HostFacts:
     cache: tuple[CacheDir, ...] | None = None  # None: not probed
     holders: tuple[Holder, ...] = ()  # processes neuron-ls lists on the NeuronCores
     companions: object | None = None  # probes.companions.CompanionImports; None: not probed
+    kernel: KernelFacts = factory(KernelFacts)  # running kernel, DKMS trees, neuron.ko per kernel
+    limits: LimitFacts = factory(LimitFacts)  # open files and locked memory a job inherits
+    libs: LibFacts | None = None  # neuronx-cc's shared-library needs; None: not installed
 
     def serialize(self) -> dict:
         t = self.target
@@ -60,7 +66,15 @@ class HostFacts:
                                                            key=lambda d: d.name.lower())},
             "driver": {"module_version": self.driver.module_version,
                        "device_nodes": list(self.driver.device_nodes),
-                       "apt_packages": dict(self.driver.packages)},
+                       "apt_packages": dict(self.driver.packages),
+                       "package_manager": self.driver.manager,
+                       "package_states": dict(self.driver.states)},
+            "kernel": {"running": self.kernel.running, "source": self.kernel.source,
+                       "with_module": list(self.kernel.with_module),
+                       "with_headers": list(self.kernel.with_headers)},
+            "limits": {"nofile": [self.limits.nofile_soft, self.limits.nofile_hard],
+                       "memlock": [self.limits.memlock_soft, self.limits.memlock_hard],
+                       "source": self.limits.source},
             "neuron_ls": None if self.neuron_ls is None else {
                 "path": self.neuron_ls.path, "error": self.neuron_ls.error,
                 "args": self.neuron_ls.args,
@@ -105,12 +119,26 @@ def gather(root: Root, python: str | None, instance_type: str | None,
                       efa=probe_efa(root, path), cache=probe_cache(root, env.vars),
                       tools=probe_tools(root, path, tgt.prefix if tgt.usable else None),
                       holders=probe_holders(root, neuron_ls.devices if neuron_ls else None),
-                      pythons=pythons, uv=uv)
+                      pythons=pythons, uv=uv, kernel=probe_kernel(root),
+                      limits=probe_limits(root), libs=_libs(root, tgt, arch, env.vars))
     if importing is None:
         return facts
     from neuron_env.util.record import replace
 
     return replace(facts, companions=comp.finish_companions(importing))
+
+
+def _libs(root: Root, tgt: TargetFacts, arch: str | None, env: dict[str, str]):
+    """neuronx-cc's shared-library needs, when the target has it installed."""
+    cc = tgt.dist("neuronx-cc") if tgt.usable else None
+    if cc is None or not cc.location:
+        return None
+    from pathlib import Path
+
+    from neuron_env.probes.elfneeds import probe_libs
+
+    return probe_libs(root, str(Path(cc.location).parent / "neuronxcc"), "neuronx-cc", arch,
+                      env.get("LD_LIBRARY_PATH"))
 
 
 def start_target(python: str | None):

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from neuron_env.probes.rpmdb import RpmFacts, probe_rpm
 from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
 from neuron_env.util.record import factory, record
 from neuron_env.util.text import escape_controls
@@ -173,10 +174,24 @@ class DriverFacts:
     dpkg_present: bool = False
     sysfs_present: bool = True  # False for a mounted image: no live /sys to read
     dpkg_problem: str | None = None  # a dpkg status there but not read (too large, a FIFO)
+    states: dict[str, str] = factory(dict)  # dpkg: Neuron packages left half-done, and how
+    versions: dict[str, str] = factory(dict)  # dpkg: the version of each of those
+    held: tuple[str, ...] = ()  # dpkg: Neuron packages on hold (apt needs to be told)
+    rpm: RpmFacts = factory(RpmFacts)  # the rpm database's Neuron packages (rpm hosts)
+
+    @property
+    def manager(self) -> str | None:
+        """"dpkg" or "rpm": where `packages` came from; None: neither database is there, or an
+        rpm database that could not be read (its problem is what no_dpkg says)."""
+        if self.dpkg_present:
+            return "dpkg"
+        unread = self.rpm.problem is not None and not self.rpm.packages
+        return "rpm" if self.rpm.present and not unread else None
 
     def no_dpkg(self, default: str) -> str:
-        """Why there are no package facts: the status file's problem, else `default`."""
-        return self.dpkg_problem or default
+        """Why there are no package facts: the status file's problem, the rpm database's,
+        else `default`."""
+        return self.dpkg_problem or (self.rpm.problem if self.rpm.present else None) or default
 
 
 def _stanza_fields(stanza: str) -> dict[str, str]:
@@ -189,10 +204,11 @@ def _stanza_fields(stanza: str) -> dict[str, str]:
     return fields
 
 
-def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
-    """Installed packages named prefix*: only their stanzas are parsed (a host has thousands
-    of others; `find` jumps to ours and the blank lines around them bound each stanza)."""
-    out, needle, at = {}, "Package: " + prefix, 0
+def _neuron_stanzas(text: str, prefix: str):
+    """The fields of each stanza whose Package is prefix*: only those stanzas are parsed (a
+    host has thousands of others; `find` jumps to ours and the blank lines around them bound
+    each stanza)."""
+    needle, at = "Package: " + prefix, 0
     while (at := text.find(needle, at)) >= 0:
         if at and text[at - 1] != "\n":  # not at a line start: some other field's text
             at += len(needle)
@@ -201,9 +217,33 @@ def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
         end = _BLANK.search(text, at)
         at = end.end() - 1 if end else len(text)
         fields = _stanza_fields(text[start:end.start() if end else len(text)])
-        name = fields.get("Package", "")
-        if name.startswith(prefix) and fields.get("Status", "").endswith(" installed"):
-            out[name] = fields.get("Version", "?")
+        if fields.get("Package", "").startswith(prefix):
+            yield fields
+
+
+def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
+    """Installed packages named prefix*."""
+    return {f["Package"]: f.get("Version", "?") for f in _neuron_stanzas(text, prefix)
+            if f.get("Status", "").endswith(" installed")}
+
+
+# dpkg's states that mean an install or removal did not finish (`dpkg -l` shows iU, iF, iH,
+# and an R third column for reinstreq)
+BROKEN_STATES = ("half-configured", "unpacked", "half-installed", "triggers-awaited")
+
+
+def parse_dpkg_states(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
+    """{name: state} of the prefix* packages dpkg left unfinished: `half-configured` (a failed
+    postinst: dpkg -l's iF), `unpacked`, `half-installed`, or `reinstreq` (the error flag)."""
+    out = {}
+    for f in _neuron_stanzas(text, prefix):
+        words = f.get("Status", "").split()
+        if len(words) != 3:
+            continue
+        if words[1] == "reinstreq":
+            out[f["Package"]] = "reinstreq"
+        elif words[2] in BROKEN_STATES:
+            out[f["Package"]] = words[2]
     return out
 
 
@@ -244,13 +284,30 @@ def probe_driver(root: Root) -> DriverFacts:
     # names, versions and Status are ASCII: latin-1 reads them alike and decodes the whole
     # file (0.5-3 MB of package descriptions) about 3x faster than utf-8
     status, problem = root.read_checked(DPKG_STATUS, limit=DPKG_MAX, encoding="latin-1")
+    packages = parse_dpkg_status(status) if status else {}
+    rpm = probe_rpm(root) if status is None and not problem else RpmFacts()
+    if rpm.present:
+        packages = {k: v[-1] for k, v in rpm.packages.items()}
     return DriverFacts(
         module_version=version.strip() or None if version is not None else None,
         device_nodes=tuple(nodes), sysfs_devices=tuple(devices),
-        packages=parse_dpkg_status(status) if status else {}, dpkg_present=status is not None,
+        packages=packages, dpkg_present=status is not None,
+        states=parse_dpkg_states(status) if status else {},
+        versions=_versions(status) if status else {}, rpm=rpm,
+        held=parse_dpkg_holds(status) if status else (),
         sysfs_present=root.file("sys/module").is_dir(),
         dpkg_problem=_dpkg_problem(root, problem) if problem else None,
     )
+
+
+def parse_dpkg_holds(text: str, prefix: str = "aws-neuron") -> tuple[str, ...]:
+    """The prefix* packages marked hold (`apt-mark hold`, as the DLAMIs ship the driver)."""
+    return tuple(sorted(f["Package"] for f in _neuron_stanzas(text, prefix)
+                        if f.get("Status", "").startswith("hold ")))
+
+
+def _versions(text: str) -> dict[str, str]:
+    return {f["Package"]: f.get("Version", "?") for f in _neuron_stanzas(text, "aws-neuron")}
 
 
 DPKG_STATUS = "var/lib/dpkg/status"

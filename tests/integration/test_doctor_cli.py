@@ -177,7 +177,8 @@ def test_strict_only_skip(tmp_path, py312_env):
     doc, p = doctor_json("--root", str(root), "--python", py312_env, "--only", "driver")
     assert [r["id"] for r in doc["results"]] == ["driver.module", "driver.packages",
                                                    "driver.devices", "driver.versions",
-                                                   "driver.cores"]
+                                                   "driver.cores", "driver.states",
+                                                   "driver.dkms"]
     assert p.returncode == 0 and by_id(doc)["driver.packages"]["status"] == "warn"
     _, p = doctor_json("--root", str(root), "--python", py312_env, "--only", "driver",
                        "--strict")

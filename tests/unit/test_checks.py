@@ -30,6 +30,8 @@ def test_healthy_trn2_host_passes_everything():
     assert res.pop("backend.companions").status == "skip"  # no torchvision & co.
     assert res.pop("backend.stack").status == "skip"  # a native matrix lists no [[stack]]
     assert res.pop("backend.pins").status == "skip"  # no package here declares a numpy range
+    for skipped in ("os.limits", "os.libs", "driver.dkms", "container.driver"):
+        assert res.pop(skipped).status == "skip"  # no limits, kernel, neuronx-cc facts here
     assert {r.status for r in res.values()} == {"pass"}, {
         k: (r.status, r.summary) for k, r in res.items() if r.status != "pass"}
     assert exit_code(list(res.values())) == 0
@@ -39,8 +41,8 @@ def test_healthy_trn2_host_passes_everything():
                          "backend.emulator", "backend.lineage", "backend.collectives",
                          "backend.torch_neuron", "driver.module", "driver.packages",
                          "driver.devices",
-                         "driver.versions", "driver.cores", "tools.path", "cache.compile",
-                         "net.efa", "container.devices"]
+                         "driver.versions", "driver.cores", "driver.states", "tools.path",
+                         "cache.compile", "net.efa", "container.devices"]
 
 
 @pytest.mark.parametrize("itype, status, words", [
@@ -273,7 +275,7 @@ def test_a_crashing_check_becomes_an_error_result(monkeypatch):
 def test_select_only_skip_and_unknown_ids():
     assert checks.select(["driver"], []) == ["driver.module", "driver.packages",
                                               "driver.devices", "driver.versions",
-                                              "driver.cores"]
+                                              "driver.cores", "driver.states", "driver.dkms"]
     assert "os.arch" not in checks.select([], ["os.arch"])
     with pytest.raises(UsageError, match="unknown check id"):
         checks.select(["nope"], [])

@@ -14,6 +14,9 @@ from neuron_env.aws.facts import AwsFacts
 from neuron_env.matrix import catalog
 from neuron_env.probes.companions import CompanionImports
 from neuron_env.probes.container import ContainerFacts
+from neuron_env.probes.elfneeds import LibFacts
+from neuron_env.probes.kernel import KernelFacts
+from neuron_env.probes.limits import UNLIMITED, LimitFacts
 from neuron_env.probes.neuron_ls import NeuronLsFacts
 from neuron_env.util.record import replace
 from tests.helpers.facts import APT, GOOD, host, target
@@ -104,8 +107,28 @@ def with_numpy():
     return replace(facts, target=replace(t, dists=dists))
 
 
+def with_kernel():
+    return replace(healthy(), kernel=KernelFacts("6.8.0-1015-aws", "uname -r",
+                                                 ("6.8.0-1015-aws",), ("6.8.0-1015-aws",)))
+
+
+def with_limits():
+    return replace(healthy(), limits=LimitFacts(65535, 1048576, UNLIMITED, UNLIMITED,
+                                                "this process"))
+
+
+def with_libs():
+    return replace(healthy(), libs=LibFacts("neuronx-cc", files=3))
+
+
+def container_without_driver():
+    return replace(in_container(), driver=replace(in_container().driver, packages={}))
+
+
 PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
-              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.pins": with_numpy}
+              "instance.aws": with_aws, "backend.stack": xla_stack, "backend.pins": with_numpy,
+              "driver.dkms": with_kernel, "os.limits": with_limits,
+              "os.libs": with_libs, "container.driver": container_without_driver}
 PASS_MATRIX = {"backend.stack": XLA}
 
 
