@@ -44,15 +44,19 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     observed = {"on_path": t.on_path, "in_" + NEURON_BIN: t.in_neuron_bin,
                 "in_venv": {k: v for k, v in t.in_venv.items() if v}}
     problems, fixes = [], []
-    if off_path:
-        problems.append(f"{', '.join(off_path)} in {NEURON_BIN} but not on PATH")
-        fixes.append(f"export PATH={NEURON_BIN}:$PATH (and add it to "
-                     "/etc/profile.d/neuron.sh or ~/.bashrc)")
     if missing:
         problems.append(f"{', '.join(missing)} not found (aws-neuronx-tools "
                         f"{'installed but incomplete' if tools_pkg else 'not installed'})")
         fixes.append(apt_get_install(m, ["aws-neuronx-tools"],
                                      "-y --reinstall" if tools_pkg else "-y"))
+    # in /opt/aws/neuron/bin, where aws-neuronx-tools installs them, but not on this PATH:
+    # health checks (slurmd, node-problem-detector) run without a login environment, so
+    # /etc/profile.d never put it there: the node is fine, the shell is not (a warning)
+    off = (f"{', '.join(off_path)} in {NEURON_BIN} (where aws-neuronx-tools installs them) "
+           "but not on this PATH (no login environment? /etc/profile.d is read by login "
+           "shells only)") if off_path else None
+    off_fix = (f"export PATH={NEURON_BIN}:$PATH (and add it to /etc/profile.d/neuron.sh "
+               "or ~/.bashrc)")
     cc_note = None
     if not t.on_path.get("neuronx-cc"):
         if t.in_venv.get("neuronx-cc"):
@@ -61,10 +65,13 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         elif facts.target.usable and facts.target.dist("neuronx-cc") is None:
             cc_note = "neuronx-cc is not installed (see backend.tools)"
     if problems:
-        return Result("tools.path", "tools", "fail", "; ".join(problems), observed=observed,
-                      fix="; ".join(fixes), docs=m.doc("install_troubleshooting"),
-                      fix_command=fixes[-1] if missing else None,
+        return Result("tools.path", "tools", "fail", "; ".join(problems + ([off] if off else [])),
+                      observed=observed, fix="; ".join(fixes + ([off_fix] if off else [])),
+                      docs=m.doc("install_troubleshooting"), fix_command=fixes[-1],
                       details={"neuronx-cc": cc_note} if cc_note else None)
+    if off:
+        return Result("tools.path", "tools", "warn", off + (f"; {cc_note}" if cc_note else ""),
+                      observed=observed, fix=off_fix, docs=m.doc("install_troubleshooting"))
     if cc_note:
         return Result("tools.path", "tools", "warn", f"neuron-ls, neuron-top on PATH; {cc_note}",
                       observed=observed, fix="source <venv>/bin/activate, or put the venv's "
