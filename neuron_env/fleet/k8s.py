@@ -16,10 +16,12 @@ LABEL = "neuron.amazonaws.com/present"
 TAINT = "aws.amazon.com/neuron"
 CONDITION = "NeuronEnvProblem"
 NPD_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20"
-# the node-level profile: what a node brings (OS, instance, driver and devices, the tools, EFA),
-# each correct on the read-only host root NPD sees. The Python side (torch, torch-neuronx, the
-# compile cache) lives in pod images: docs/fleet.md shows the pod-level check for it.
-NODE_CHECKS = "os,instance.type,driver,tools.path,net.efa"
+# the node-level profile: what a node brings (architecture, instance, driver and devices, the
+# tools, EFA), each correct on the read-only host root NPD sees and on the EKS Neuron AMI
+# (Amazon Linux 2023). os.release judges the OS for Neuron's prebuilt PyTorch wheels, and the
+# Python side (torch, torch-neuronx, the compile cache) lives in pod images: docs/fleet.md
+# shows the pod-level check for them.
+NODE_CHECKS = "os.arch,instance.type,driver,tools.path,net.efa"
 
 
 def monitor_config(interval: int, timeout: int) -> dict[str, Any]:
