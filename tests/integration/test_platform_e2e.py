@@ -382,8 +382,8 @@ def test_slurm_default_judges_the_bootstrap_venv():
     from neuron_env.fleet.slurm import DEFAULT_PYTHON, render_script
 
     script = render_script(NEURON_ENV, 45, [])
-    assert f"\nPYTHON={DEFAULT_PYTHON}  #" in script and DEFAULT_PYTHON == \
-        f"{BootstrapOptions().venv}/bin/python"
+    assert f"\nPYTHON={DEFAULT_PYTHON}  #" in script
+    assert f"{BootstrapOptions().venv}/bin/python" == DEFAULT_PYTHON
     assert 'doctor --python "$PYTHON"' in script
 
 
