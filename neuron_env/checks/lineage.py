@@ -132,14 +132,15 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
     observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
     from neuron_env.checks.fixes import apt_get_install
+    from neuron_env.checks.tools import package_fix
 
-    fix = apt_get_install(m, [name])
+    fix, fix_cmd = package_fix(facts, m, [name])  # no apt-get where no Neuron repository (#44)
     docs = m.doc("runtime_notes") or m.doc("setup")
     if not have:
         return Result("backend.collectives", "backend", "fail",
                       f"{name} is not installed: torch.distributed with the 'neuron' backend "
                       "(DDP, FSDP2, more than one NeuronCore) needs it", observed=observed,
-                      expected=pin, fix=fix, fix_command=fix, docs=docs)
+                      expected=pin, fix=fix, fix_command=fix_cmd, docs=docs)
     rt = observed["aws-neuronx-runtime-lib"]
     if rt and minor(rt) != minor(have):
         return Result("backend.collectives", "backend", "fail",
