@@ -46,3 +46,25 @@ def test_ubuntu_keeps_its_apt_get_line(tmp_path):
     res = {r["id"]: r for r in json.loads(run_cli("doctor", "--root", str(root), "--format",
                                                   "json").stdout)["results"]}
     assert res["tools.path"]["fix_command"].startswith("sudo apt-get install -y")
+
+
+def test_a_rehearsal_says_what_would_differ_on_trainium(tmp_path):
+    """#44 item 8: a rehearsal venv on Python 3.11 is fine for the emulator, and the report
+    says the release needs a newer Python on Trainium, with the other differences listed."""
+    from tests.helpers.envs import add_dist, make_venv, pyenv_python, site_packages
+
+    py311 = pyenv_python("3.11")
+    if py311 is None:
+        pytest.skip("no Python 3.11 on this machine")
+    py = make_venv(tmp_path / "rehearsal", py311)
+    site = site_packages(py)
+    for name, version in {"torch": "2.14.0+cpu", "neuron-emulator": "0.1.0"}.items():
+        add_dist(site, name, version)
+    root = roots.make_root(tmp_path / "laptop", os="ubuntu-24.04", vendor=None)
+    p = run_cli("doctor", "--root", str(root), "--python", str(py), "--only", "python",
+                "--format", "json")
+    r = next(x for x in json.loads(p.stdout)["results"] if x["id"] == "python.version")
+    assert r["status"] == "pass" and "fine for the emulator" in r["summary"]
+    assert "on Trainium Neuron 2.34 needs Python 3.12-3.14" in r["summary"], r["summary"]
+    differs = r["details"]["on_trainium"]
+    assert [d.split(":")[0] for d in differs] == ["Python", "compile time", "ops", "memory"]
