@@ -425,3 +425,32 @@ def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
     assert bad.returncode == 1 and bad.stdout.startswith("neuron-env: driver.versions"), \
         bad.stdout + bad.stderr
     assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, bad))  # max_output_length
+
+
+# -- the CI rehearsal recipe of docs/bootstrap.md ------------------------------------------------
+def test_ci_rehearsal_recipe_runs_on_an_emulated_venv(torch_python, tmp_path):
+    """The GitHub Actions job in docs/bootstrap.md, its doctor and trial steps run by bash on a
+    rehearsal venv (torch + the emulated backend, as `install --backend emulated` leaves it):
+    both JUnit reports written, and doctor's says what would differ on Trainium."""
+    import xml.etree.ElementTree as ET
+
+    text = (REPO / "docs/bootstrap.md").read_text()
+    section = text[text.index("## CI rehearsal on a hosted runner"):]
+    block = section[section.index("```yaml\n") + 8:section.index("```\n", 8)]
+    steps = yaml.safe_load(block)["jobs"]["rehearse"]["steps"]
+    runs = [s["run"] for s in steps if "run" in s and re.match(r"neuron-env (doctor|trial)",
+                                                                  s["run"])]
+    assert len(runs) == 2
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\ndef build():\n    torch.manual_seed(0)\n"
+        "    return torch.nn.Linear(8, 4), (torch.randn(2, 8),)\n")
+    env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
+    for run in runs:
+        cmd = run.replace(".rehearsal/bin/python", torch_python).replace(
+            "neuron-env ", f"{NEURON_ENV} ", 1)
+        p = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, (cmd, p.stderr[-2000:])
+    for name in ("doctor.xml", "trial.xml"):
+        assert ET.parse(tmp_path / name).getroot().tag in ("testsuites", "testsuite")
+    assert "on Trainium Neuron" in (tmp_path / "doctor.xml").read_text()
