@@ -97,14 +97,15 @@ source "amazon-ebs" "neuron" {
 build {
   sources = ["source.amazon-ebs.neuron"]
 
-  # build: neuron-env itself (from the checked source), then the backend
+  # build: neuron-env itself (its wheel fetched and checked first, then installed), then the
+  # backend
   provisioner "shell" {
     execute_command = "sudo -E bash -euo pipefail '{{ .Path }}'"
     inline = [
-      "${var.python} -m venv '${var.tool_venv}'",
       "src='${var.neuron_env_source}' sha='${var.neuron_env_sha256}' index='${var.neuron_env_index_url}'",
-      "pip=('${var.tool_venv}/bin/python' -m pip install --quiet --disable-pip-version-check); [ -z \"$index\" ] || pip+=(--index-url \"$index\")",
-      "case \"$src\" in *.whl) w=\"/tmp/$${src##*/}\"; case \"$src\" in s3://*) aws s3 cp --only-show-errors \"$src\" \"$w\" ;; http://* | https://*) curl -fsSL --retry 2 -o \"$w\" \"$src\" ;; *) cp -- \"$${src#file://}\" \"$w\" ;; esac; echo \"$sha  $w\" | sha256sum -c --quiet - || { echo \"neuron-env: $src does not match neuron_env_sha256\" >&2; exit 2; }; \"$${pip[@]}\" -- \"$w\" ;; *) [ -n \"$index\" ] || { echo 'neuron-env: a pip spec needs neuron_env_index_url (neuron-env is not on the public index)' >&2; exit 2; }; \"$${pip[@]}\" -- \"$src\" ;; esac",
+      "case \"$src\" in *.whl) w=\"/tmp/$${src##*/}\"; case \"$src\" in s3://*) aws s3 cp --only-show-errors \"$src\" \"$w\" ;; http://* | https://*) curl -fsSL --retry 2 -o \"$w\" \"$src\" ;; *) cp -- \"$${src#file://}\" \"$w\" ;; esac; echo \"$sha  $w\" | sha256sum -c --quiet - || { echo \"neuron-env: $src does not match neuron_env_sha256\" >&2; exit 2; } ;; *) [ -n \"$index\" ] || { echo 'neuron-env: a pip spec needs neuron_env_index_url (neuron-env is not on the public index)' >&2; exit 2; } ;; esac",
+      "${var.python} -m venv '${var.tool_venv}'",
+      "pip=('${var.tool_venv}/bin/python' -m pip install --quiet --disable-pip-version-check); [ -z \"$index\" ] || pip+=(--index-url \"$index\"); \"$${pip[@]}\" -- \"$${w:-$src}\"",
       "'${var.tool_venv}/bin/neuron-env' --version",
       "mkdir -p '${var.log_dir}'",
       "'${var.tool_venv}/bin/neuron-env' install --yes --venv '${var.venv}' --python ${var.python} --torch ${var.torch} --format json ${var.install_args} > '${var.log_dir}/install.json'",
