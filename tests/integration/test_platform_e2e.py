@@ -417,14 +417,20 @@ def npd_run(root: Path, tmp_path: Path, **kw) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(UNSHARE is None or os.geteuid() != 0,
                     reason="a read-only bind mount needs root and unshare (util-linux)")
 def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
-    healthy = roots.trn2_host(tmp_path / "healthy", os="amzn-2023")
-    broken = roots.trn2_host(tmp_path / "broken", os="amzn-2023", driver=BROKEN)
+    """The EKS Neuron AMI is Amazon Linux 2023 (rpm, no dpkg): the node-level profile passes a
+    healthy node (it failed os.release before), fails one with half its devices missing, and
+    fails a dpkg-based node whose loaded driver is older than its dkms."""
+    healthy = roots.trn2_host(tmp_path / "healthy", os="amzn-2023", packages=None)
+    missing = roots.trn2_host(tmp_path / "missing", os="amzn-2023", packages=None, devices=8)
+    broken = roots.trn2_host(tmp_path / "broken", driver=BROKEN)
     ok = npd_run(healthy, tmp_path / "a")
     assert ok.returncode == 0 and ok.stdout.startswith("neuron-env: ok"), ok.stdout + ok.stderr
-    bad = npd_run(broken, tmp_path / "b")
+    half = npd_run(missing, tmp_path / "b")
+    assert half.returncode == 1 and half.stdout.startswith("neuron-env: driver.devices: 8 of 16")
+    bad = npd_run(broken, tmp_path / "c")
     assert bad.returncode == 1 and bad.stdout.startswith("neuron-env: driver.versions"), \
         bad.stdout + bad.stderr
-    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, bad))  # max_output_length
+    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, half, bad))  # max_output_length
 
 
 # -- the CI rehearsal recipe of docs/bootstrap.md ------------------------------------------------
