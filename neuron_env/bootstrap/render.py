@@ -16,7 +16,13 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 @dataclass(frozen=True)
 class BootstrapOptions:
-    source: str = f"neuron-env=={__version__}"  # pip spec, wheel URL or wheelhouse directory
+    # how neuron-env itself is installed: no default (neuron-env is not published on the public
+    # index, and a default name there is a dependency confusion waiting to happen): a wheelhouse
+    # directory, a wheel (path, file://, https:// or s3:// URL) with its sha256, or a pip spec
+    # from the team's own index (source_index_url)
+    source: str = ""
+    source_sha256: str = ""
+    source_index_url: str | None = None
     tool_venv: str = "/opt/neuron-env"
     venv: str = "/opt/neuron-venv"
     torch: str = ""
@@ -28,6 +34,7 @@ class BootstrapOptions:
     retries: int = 5
     doctor_args: str = ""
     install_args: str = ""
+    wait: int = 120  # first-boot doctor: failing checks retried this long while the driver loads
     neuron_index_url: str | None = None
     pytorch_index_url: str | None = None
     neuron_index_from: str | None = None  # ssm:/NAME or env:VAR: the URL read at boot
@@ -53,11 +60,54 @@ def _check(o: BootstrapOptions) -> None:
                    ("--pytorch-index-url", o.pytorch_index_url),
                    ("--neuron-index-url-from", o.neuron_index_from),
                    ("--pytorch-index-url-from", o.pytorch_index_from),
-                   ("--instance-type", o.instance_type)))
+                   ("--instance-type", o.instance_type), ("--source-sha256", o.source_sha256),
+                   ("--source-index-url", o.source_index_url)))
+    if not 0 <= o.wait <= 1800:
+        raise UsageError(f"--wait {o.wait}: 0..1800 seconds", hint="e.g. --wait 120")
     for name, v in (("--venv", o.venv), ("--tool-venv", o.tool_venv), ("--log-dir", o.log_dir),
                     ("--state-dir", o.state_dir)):
         if not v.startswith("/"):
             raise UsageError(f"{name} {v!r} must be an absolute path", hint="e.g. /opt/venv")
+
+
+PUBLISH_DOCS = "docs/bootstrap.md, \"Where neuron-env comes from\""
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def source_kind(source: str) -> str:
+    """wheelhouse (a directory), wheel (a .whl by path or URL) or spec (a pip requirement)."""
+    if source.endswith(".whl"):
+        return "wheel"
+    return "wheelhouse" if source.startswith("/") else "spec"
+
+
+def check_source(o: BootstrapOptions) -> None:
+    """An explicit, verifiable source for neuron-env itself, or a UsageError (exit 2)."""
+    if not o.source:
+        raise UsageError(
+            "--source is required: neuron-env is not published on the public index, and "
+            "installing an unpublished name from it runs whatever someone registers under it",
+            hint="pass --source /path/wheelhouse, or --source URL-or-s3://.../neuron_env-"
+                 f"{__version__}-py3-none-any.whl --source-sha256 HEX, or --source "
+                 f"neuron-env=={__version__} --source-index-url https://your-index/simple "
+                 f"(see {PUBLISH_DOCS})")
+    kind = source_kind(o.source)
+    if kind == "wheel" and not _SHA256.fullmatch(o.source_sha256):
+        raise UsageError(f"--source {o.source!r} is a wheel: give its --source-sha256 (64 "
+                         "lowercase hex digits), checked before pip installs it",
+                         hint="sha256sum neuron_env-*.whl")
+    if kind != "wheel" and o.source_sha256:
+        raise UsageError("--source-sha256 is for a wheel (--source ending in .whl)")
+    if kind == "spec" and not o.source_index_url:
+        raise UsageError(
+            f"--source {o.source!r} is a pip spec: name the index that serves it with "
+            "--source-index-url (neuron-env is not on the public index)",
+            hint=f"publish the wheel to your own index or bucket ({PUBLISH_DOCS})")
+    if o.source_index_url and _has_userinfo(o.source_index_url):
+        raise UsageError("--source-index-url holds credentials (user:password@): neuron-env "
+                         "does not write them into a script",
+                         hint="serve neuron-env from an index the instance reaches without "
+                              "credentials in the URL, or a wheel on S3 (s3://...)")
 
 
 _SOURCE = re.compile(r"(ssm:/?[A-Za-z0-9_.\-/]{1,1011}|env:[A-Za-z_][A-Za-z0-9_]{0,127})")
@@ -109,6 +159,7 @@ def _index_sources(o: BootstrapOptions) -> list[tuple[str, str | None, str | Non
 def userdata(o: BootstrapOptions) -> str:
     _check(o)
     refuse_credentials(o)
+    check_source(o)
     q = render.sh
     settings, lookups = [], []
     for var, url, src in _index_sources(o):
@@ -116,7 +167,9 @@ def userdata(o: BootstrapOptions) -> str:
             settings.append(f"setting {var} {q(url)}\nexport {var}")
         elif src:
             lookups.append(f"retry index-url index_from {var} {q(src)} || exit $?")
-    subs = {"SOURCE": o.source, "TOOL_VENV": o.tool_venv, "TARGET_VENV": o.venv,
+    subs = {"SOURCE": o.source, "SOURCE_HASH": o.source_sha256,
+            "SOURCE_INDEX_URL": o.source_index_url or "", "WAIT": str(o.wait),
+            "TOOL_VENV": o.tool_venv, "TARGET_VENV": o.venv,
             "TORCH": o.torch, "BACKEND": o.backend, "PYTHON": o.python, "LOG_DIR": o.log_dir,
             "STATE_DIR": o.state_dir, "SMOKE": "1" if o.smoke else "0",
             "RETRIES": str(o.retries)}
@@ -125,29 +178,58 @@ def userdata(o: BootstrapOptions) -> str:
     subs["INSTALL_ARGS"] = render.sh_join(render.words("--install-args", o.install_args))
     subs["INDEX_SETTINGS"] = "\n".join(settings)
     subs["INDEX_LOOKUPS"] = "\n".join(lookups)
+    subs["KEY_LOOKUPS"] = "".join(q(src) + " " for _, url, src in _index_sources(o)
+                                  if src and not url)
     return render.fill(TEMPLATES / "user-data.sh", subs)
 
 
 def component(o: BootstrapOptions) -> str:
     """The EC2 Image Builder component: build installs, validate runs doctor (assuming the
-    target instance type: the build instance is often another), test runs doctor --smoke."""
+    target instance type: the build instance is often another), test runs doctor (--smoke
+    unless smoke=False) on an instance launched from the image."""
     _check(o)
     refuse_credentials(o)
+    check_source(o)
     q = render.sh
-    env = "".join(_component_export(var, url, src) + "\n              "
+    pad = "\n              "
+    env = "".join(_component_export(var, url, src) + pad
                   for var, url, src in _index_sources(o) if url or src)
-    # options end with --: a source is never taken for an option
-    src = (f"--no-index --find-links {q(o.source)} -- neuron-env" if o.source.startswith("/")
-           else f"-- {q(o.source)}")
     torch = f" --torch {q(o.torch)}" if o.torch else ""
     assume = f" --instance-type {q(o.instance_type)}" if o.instance_type else ""
     ne = f"{o.tool_venv}/bin/neuron-env"
     py = f"{o.venv}/bin/python"
+    extra_install = render.sh_join(render.words("--install-args", o.install_args))
+    extra_doctor = render.sh_join(render.words("--doctor-args", o.doctor_args))
     subs = {"VERSION": __version__, "ENV": env, "PYTHON": q(o.python),
-            "TOOL_VENV": q(o.tool_venv), "SOURCE": src, "NE": q(ne), "VENV": q(o.venv),
-            "BACKEND": q(o.backend), "TORCH": torch, "TARGET_PY": q(py), "ASSUME": assume,
-            "LOG_DIR": q(o.log_dir)}
+            "TOOL_VENV": q(o.tool_venv), "SELF_INSTALL": pad.join(self_install_lines(o)),
+            "NE": q(ne), "VENV": q(o.venv), "BACKEND": q(o.backend), "TORCH": torch,
+            "TARGET_PY": q(py), "ASSUME": assume, "LOG_DIR": q(o.log_dir),
+            "INSTALL_ARGS": " " + extra_install if extra_install else "",
+            "DOCTOR_ARGS": " " + extra_doctor if extra_doctor else "",
+            "SMOKE": " --smoke" if o.smoke else ""}
     return render.fill(TEMPLATES / "imagebuilder.yaml", subs)
+
+
+def self_install_lines(o: BootstrapOptions) -> list[str]:
+    """Shell lines that install neuron-env into the tool venv from the checked source: a
+    wheelhouse with no index, a wheel whose sha256 is checked first, or a spec from the team's
+    index (options end with --: a source is never taken for an option)."""
+    q = render.sh
+    pip = f"{q(o.tool_venv + '/bin/python')} -m pip install --quiet --disable-pip-version-check"
+    if o.source_index_url:
+        pip += f" --index-url {q(o.source_index_url)}"
+    kind = source_kind(o.source)
+    if kind == "wheelhouse":
+        return [f"{pip} --no-index --find-links {q(o.source)} -- neuron-env"]
+    if kind == "spec":
+        return [f"{pip} -- {q(o.source)}"]
+    path = "/tmp/" + o.source.rsplit("/", 1)[-1]
+    whl, src = q(path), q(o.source)
+    fetch = (f"aws s3 cp --only-show-errors {src} {whl}" if o.source.startswith("s3://") else
+             f"curl -fsSL --retry 2 -o {whl} {src}" if o.source.startswith(("http://", "https://"))
+             else f"cp -- {q(o.source.removeprefix('file://'))} {whl}")
+    return [fetch, f"echo {q(o.source_sha256 + '  ' + path)} | sha256sum -c --quiet -",
+            f"{pip} -- {whl}"]
 
 
 def _component_export(var: str, url: str | None, src: str | None) -> str:

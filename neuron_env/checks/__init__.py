@@ -87,7 +87,7 @@ def run_checks(facts: HostFacts, matrix: Matrix, ctx: Context, ids: list[str]) -
             continue
         t0 = time.perf_counter()
         try:
-            r = (rehearsal.judge(id_, category, facts, why) if why else None) \
+            r = (rehearsal.judge(id_, category, facts, why, matrix) if why else None) \
                 or fn(facts, matrix, ctx)
         except Exception as e:  # a bug in a check must not hide the rest of the report
             import traceback  # (~1.5 ms, with linecache and tokenize: only when one crashed)

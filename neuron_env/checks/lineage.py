@@ -131,29 +131,29 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if why and not have:
         return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
     observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
-    from neuron_env.checks import pkgfix
+    from neuron_env.checks.tools import package_fix
 
-    fix = pkgfix.install(facts, m, [name])
+    fix, fix_cmd = package_fix(facts, m, [name])  # no apt-get where no Neuron repository (#44)
     docs = m.doc("runtime_notes") or m.doc("setup")
     if not have:
         return Result("backend.collectives", "backend", "fail",
                       f"{name} is not installed: torch.distributed with the 'neuron' backend "
                       "(DDP, FSDP2, more than one NeuronCore) needs it", observed=observed,
-                      expected=pin, fix=fix, fix_command=fix, docs=docs)
+                      expected=pin, fix=fix, fix_command=fix_cmd, docs=docs)
     rt = observed["aws-neuronx-runtime-lib"]
     if rt and minor(rt) != minor(have):
         return Result("backend.collectives", "backend", "fail",
                       f"{name} {base_version(have)} does not match aws-neuronx-runtime-lib "
                       f"{base_version(rt)} (different releases)", observed=observed,
                       expected=pin, docs=docs,
-                      fix=(both := pkgfix.install(facts, m, [name, "aws-neuronx-runtime-lib"])),
-                      fix_command=both)
+                      fix=(both := package_fix(facts, m, [name, "aws-neuronx-runtime-lib"]))[0],
+                      fix_command=both[1])
     if pin and base_version(have) != pin:
         confirmed = want is not None and want.confirmed
         level = "fail" if confirmed and minor(have) != minor(pin) else "warn"
         return Result("backend.collectives", "backend", level,
                       f"{name} {base_version(have)}; Neuron {m.release} ships {pin}"
                       + ("" if confirmed else " (component version, not a confirmed pin)"),
-                      observed=observed, expected=pin, fix=fix, fix_command=fix, docs=docs)
+                      observed=observed, expected=pin, fix=fix, fix_command=fix_cmd, docs=docs)
     return Result("backend.collectives", "backend", "pass", f"{name} {base_version(have)}",
                   observed=observed, expected=pin)

@@ -59,13 +59,42 @@ def emulated(facts: HostFacts, m: Matrix) -> str | None:
     return "emulated rehearsal"
 
 
-def judge(id_: str, category: str, facts: HostFacts, why: str) -> Result | None:
+def judge(id_: str, category: str, facts: HostFacts, why: str,
+          m: Matrix | None = None) -> Result | None:
     """The rehearsal's verdict for `id_`, or None where the check judges it itself."""
     if id_ in NOT_USED:
         return Result(id_, category, "skip", f"{NOT_USED[id_]} ({why})")
     if id_ == "python.version":
-        return _python(facts, why)
+        r = _python(facts, why)
+        return _on_trainium(r, facts, m) if m is not None else r
     return None
+
+
+def _on_trainium(r: Result, facts: HostFacts, m: Matrix) -> Result:
+    """What would differ on Trainium, said with the rehearsal's Python verdict (#44): the
+    release's Python range (in the summary when this Python is outside it), compile time, the
+    ops the release does not lower, memory per NeuronCore."""
+    from neuron_env.matrix.model import python_range
+    from neuron_env.util.record import replace
+
+    v = facts.target.version or ""
+    rng = python_range(m)
+    fits = m.python.contains(v, prereleases=True)
+    differs = [
+        f"Python: {v} here; Neuron {m.release} on Trainium needs {rng}"
+        + ("" if fits else " (make the Trainium venv on such a Python)"),
+        "compile time: on Trainium each new graph or shape is compiled by neuronx-cc first "
+        "(minutes; kept in the compile cache), the emulator runs eagerly",
+        f"ops: an op Neuron {m.release} does not lower runs on the CPU or fails on Trainium; "
+        "the emulator runs every op (neuron-env scan lists the ones it knows)",
+        "memory: each NeuronCore has its own device memory (neuron-env instance TYPE shows "
+        "it per core), the emulator uses host RAM",
+    ]
+    summary = r.summary if fits else (
+        f"{r.summary}; on Trainium Neuron {m.release} needs Python {rng}")
+    out: Result = replace(r, summary=summary,
+                          details={**(r.details or {}), "on_trainium": differs})
+    return out
 
 
 def _python(facts: HostFacts, why: str) -> Result:

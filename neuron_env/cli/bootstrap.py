@@ -2,7 +2,7 @@
 
 import typer
 
-from neuron_env.cli.app import Fmt, app, count, emit, index_option
+from neuron_env.cli.app import Fmt, app, count, emit, index_option, wait_seconds
 
 
 def index_from_option(which: str):
@@ -12,8 +12,23 @@ def index_from_option(which: str):
                         "or env:VAR.")
 
 
-SOURCE_HELP = ("How to install neuron-env itself: a pip spec (neuron-env==X), a wheel URL, or a "
-               "wheelhouse directory (default: this version from the public index).")
+SOURCE_HELP = ("Required. How to install neuron-env itself (it is not on the public index): a "
+               "wheelhouse directory, a wheel (path, https:// or s3:// URL; with "
+               "--source-sha256), or a pip spec from --source-index-url.")
+
+
+def sha_option():
+    return typer.Option(None, "--source-sha256", help="The wheel's sha256 (checked before "
+                        "pip installs it).")
+
+
+def source_index_option():
+    return typer.Option(None, "--source-index-url", help="Your own index serving neuron-env "
+                        "(and its dependencies).")
+
+
+def args_option(what: str):
+    return typer.Option(None, f"--{what}-args", help=f"Extra {what} arguments (words).")
 
 
 def _rendered(kind: str, **kw):
@@ -30,6 +45,8 @@ def _rendered(kind: str, **kw):
 @app.command()
 def userdata(
     source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    source_sha256: str = sha_option(),
+    source_index_url: str = source_index_option(),
     venv: str = typer.Option(None, "--venv", help="Target venv (default /opt/neuron-venv)."),
     tool_venv: str = typer.Option(None, "--tool-venv", help="neuron-env's own venv."),
     torch: str = typer.Option(None, "--torch", help="2.14 or 2.13 (default: newest)."),
@@ -46,6 +63,9 @@ def userdata(
     pytorch_index_from: str = index_from_option("pytorch"),
     doctor_args: str = typer.Option(None, "--doctor-args", help="Extra doctor arguments, e.g. "
                                     "'--tag-instance --publish-ssm /ami/neuron'."),
+    install_args: str = args_option("install"),
+    wait: int = typer.Option(None, "--wait", callback=wait_seconds, help="doctor --wait at "
+                             "first boot while the driver loads (default 120; 0: none)."),
     format: Fmt = typer.Option(Fmt.text, "--format", help="text: the script; json: it in a "
                                "document."),
 ) -> None:
@@ -55,12 +75,16 @@ def userdata(
         backend=backend, python=python, log_dir=log_dir, smoke=smoke, retries=retries,
         neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
         neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from,
-        doctor_args=doctor_args), format.value, "neuron-env.userdata/1")
+        doctor_args=doctor_args, install_args=install_args, wait=wait,
+        source_sha256=source_sha256, source_index_url=source_index_url), format.value,
+        "neuron-env.userdata/1")
 
 
 @app.command("imagebuilder-component")
 def imagebuilder_component(
     source: str = typer.Option(None, "--source", help=SOURCE_HELP),
+    source_sha256: str = sha_option(),
+    source_index_url: str = source_index_option(),
     venv: str = typer.Option(None, "--venv", help="Target venv (as userdata's)."),
     tool_venv: str = typer.Option(None, "--tool-venv", help="neuron-env's own venv."),
     torch: str = typer.Option(None, "--torch", help="The torch pair (default: newest)."),
@@ -73,6 +97,10 @@ def imagebuilder_component(
     pytorch_index_url: str = index_option("pytorch", from_env=False),
     neuron_index_from: str = index_from_option("neuron"),
     pytorch_index_from: str = index_from_option("pytorch"),
+    install_args: str = args_option("install"),
+    doctor_args: str = args_option("doctor"),
+    smoke: bool = typer.Option(True, "--smoke/--no-smoke", help="The test phase runs the "
+                               "device smoke test."),
     format: Fmt = typer.Option(Fmt.text, "--format", help="text: the YAML; json: it in a "
                                "document."),
 ) -> None:
@@ -81,5 +109,7 @@ def imagebuilder_component(
         "component", source=source, venv=venv, tool_venv=tool_venv, torch=torch,
         backend=backend, python=python, log_dir=log_dir, instance_type=instance_type,
         neuron_index_url=neuron_index_url, pytorch_index_url=pytorch_index_url,
-        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from), format.value,
+        neuron_index_from=neuron_index_from, pytorch_index_from=pytorch_index_from,
+        install_args=install_args, doctor_args=doctor_args, smoke=smoke,
+        source_sha256=source_sha256, source_index_url=source_index_url), format.value,
         "neuron-env.component/1")

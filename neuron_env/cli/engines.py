@@ -5,6 +5,7 @@ import typer
 from neuron_env.cli.app import Fmt, app, emit, positive
 
 NEURON_ENV = "/opt/neuron-env/bin/neuron-env"
+VENV_PYTHON = "/opt/neuron-venv/bin/python"  # fleet/slurm.py DEFAULT_PYTHON
 
 
 def _args(value: str) -> list[str]:
@@ -16,6 +17,8 @@ def _args(value: str) -> list[str]:
 @app.command("slurm-healthcheck")
 def slurm_healthcheck(
     neuron_env: str = typer.Option(NEURON_ENV, "--neuron-env", help="neuron-env on the nodes."),
+    python: str = typer.Option(VENV_PYTHON, "--python", help="The venv jobs run in (default: "
+                               "the one neuron-env's user data and AMI component create)."),
     timeout: int = typer.Option(45, "--timeout", callback=positive,
                                 help="doctor's limit in seconds (< 60: Slurm "
                                 "kills a health check at 60 s)."),
@@ -34,7 +37,7 @@ def slurm_healthcheck(
         from neuron_env.commands.fleet import slurm_healthcheck as render
 
         return render(neuron_env, timeout, _args(doctor_args), slurm_conf, path, interval,
-                      prolog)
+                      prolog, python)
 
     emit(produce, format.value, "neuron-env.slurm-healthcheck")
 

@@ -37,10 +37,10 @@ def _text_of(key: str) -> Callable[[dict[str, Any]], str]:
 
 
 def slurm_healthcheck(neuron_env: str, timeout: int, doctor_args: list[str], conf: bool,
-                      path: str, interval: int, prolog: bool) -> Document:
+                      path: str, interval: int, prolog: bool, python: str) -> Document:
     from neuron_env.fleet import slurm
 
-    body = {"script": slurm.render_script(neuron_env, timeout, doctor_args),
+    body = {"script": slurm.render_script(neuron_env, timeout, doctor_args, python),
             "slurm_conf": slurm.render_conf(path, interval, prolog)}
     return Document(body, _text_of("slurm_conf" if conf else "script"))
 

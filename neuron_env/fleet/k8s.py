@@ -16,6 +16,12 @@ LABEL = "neuron.amazonaws.com/present"
 TAINT = "aws.amazon.com/neuron"
 CONDITION = "NeuronEnvProblem"
 NPD_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20"
+# the node-level profile: what a node brings (architecture, instance, driver and devices, the
+# tools, EFA), each correct on the read-only host root NPD sees and on the EKS Neuron AMI
+# (Amazon Linux 2023). os.release judges the OS for Neuron's prebuilt PyTorch wheels, and the
+# Python side (torch, torch-neuronx, the compile cache) lives in pod images: docs/fleet.md
+# shows the pod-level check for them.
+NODE_CHECKS = "os.arch,instance.type,driver,tools.path,net.efa"
 
 
 def monitor_config(interval: int, timeout: int) -> dict[str, Any]:
@@ -86,6 +92,7 @@ def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
         raise UsageError("--interval must be >= 10 s and --timeout 5..interval s")
     args = "".join(" " + render.sh(a) for a in doctor_args or [])
     script = render.fill(TEMPLATES / "npd-check.sh", {"NEURON_ENV": render.sh(neuron_env),
+                                                      "ONLY": NODE_CHECKS,
                                                       "DOCTOR_ARGS": args})
     labels = {"app.kubernetes.io/name": NAME}
     config = {"apiVersion": "v1", "kind": "ConfigMap",

@@ -17,6 +17,9 @@ from neuron_env.util import render
 TEMPLATES = Path(__file__).parent / "templates"
 OURS = "neuron-env"  # every reason we set starts with this: we resume only our own drains
 DEFAULT_PATH = "/etc/slurm/neuron-env-healthcheck.sh"
+# the venv neuron-env's own user data and Image Builder component create: a health check judges
+# it, not whatever `python3` slurmd's near-empty PATH finds
+DEFAULT_PYTHON = "/opt/neuron-venv/bin/python"
 
 
 def node_name() -> str:
@@ -66,24 +69,28 @@ def _with(report: Report, res: Result) -> Report:
     return replace(report, results=(*report.results, res))
 
 
-def render_script(neuron_env: str, timeout: int, doctor_args: list[str]) -> str:
+def render_script(neuron_env: str, timeout: int, doctor_args: list[str],
+                  python: str = DEFAULT_PYTHON) -> str:
     """The health-check script: every value checked and shell-quoted, filled in one pass
     (util/render.py): a value holding `@@DOCTOR_ARGS@@` stays literal text."""
     if not 5 <= timeout <= 54:
         raise UsageError(f"--timeout {timeout}: Slurm kills a health check after 60 s; use "
                          "5..54", hint="e.g. --timeout 45")
-    render.values((("--neuron-env", neuron_env), *(("--doctor-args", a) for a in doctor_args)))
-    if not neuron_env.startswith("/"):
-        raise UsageError(f"--neuron-env {neuron_env!r}: give an absolute path",
-                         hint="e.g. /opt/neuron-env/bin/neuron-env")
-    bad = [a for a in doctor_args if a in ("--format", "--slurm-drain") or
-           a.startswith("--format=")]
+    render.values((("--neuron-env", neuron_env), ("--python", python),
+                   *(("--doctor-args", a) for a in doctor_args)))
+    for flag, v, eg in (("--neuron-env", neuron_env, "/opt/neuron-env/bin/neuron-env"),
+                        ("--python", python, DEFAULT_PYTHON)):
+        if not v.startswith("/"):
+            raise UsageError(f"{flag} {v!r}: give an absolute path (slurmd runs the script "
+                             "with an almost empty PATH)", hint=f"e.g. {eg}")
+    bad = [a for a in doctor_args if a in ("--format", "--slurm-drain", "--python") or
+           a.startswith(("--format=", "--python="))]
     if bad:
         raise UsageError(f"--doctor-args: {bad[0]} is set by the script itself")
     args = "".join(" " + render.sh(a) for a in doctor_args)
     return render.fill(TEMPLATES / "healthcheck.sh", {
         "VERSION": __version__, "NEURON_ENV": render.sh(neuron_env), "TIMEOUT": str(timeout),
-        "DOCTOR_ARGS": args})
+        "PYTHON": render.sh(python), "DOCTOR_ARGS": args})
 
 
 def render_conf(path: str, interval: int, prolog: bool) -> str:

@@ -1,6 +1,12 @@
 # Packer example: a Trn2 AMI with the Neuron PyTorch backend, using the same steps as the
 # EC2 Image Builder component (scripts/imagebuilder/neuron-env.yaml).
-#   packer init . && packer build -var region=us-east-2 .
+#   packer init . && packer build -var region=us-east-2 \
+#     -var neuron_env_source=s3://BUCKET/neuron-env/neuron_env-0.1.0-py3-none-any.whl \
+#     -var neuron_env_sha256=$(sha256sum neuron_env-0.1.0-py3-none-any.whl | cut -d' ' -f1) .
+# neuron-env is not published on the public index: give its wheel (a path on the build
+# instance, an https:// or s3:// URL) with its sha256, or a pip spec with
+# neuron_env_index_url, your own index (docs/bootstrap.md, "Where neuron-env comes from").
+# The tests run these provisioners as shell, as Packer would (tests/integration/test_platform_*).
 # The build instance may be a cheaper type than the target: doctor then runs with
 # --instance-type (device checks skip); run `neuron-env doctor --smoke` on a Trn2 launched from
 # the AMI (or use Image Builder's test phase) for the device test.
@@ -24,8 +30,42 @@ variable "target_instance_type" {
   default = "trn2.48xlarge"
 }
 variable "neuron_env_source" {
+  type        = string
+  description = "neuron-env's wheel (path, https:// or s3:// URL) or a pip spec: no default"
+}
+variable "neuron_env_sha256" {
+  type        = string
+  default     = ""
+  description = "the wheel's sha256 (required with a wheel)"
+}
+variable "neuron_env_index_url" {
+  type        = string
+  default     = ""
+  description = "your own index serving neuron-env and its dependencies (with a pip spec)"
+}
+variable "python" {
   type    = string
-  default = "neuron-env==0.1.0"
+  default = "python3"
+}
+variable "tool_venv" {
+  type    = string
+  default = "/opt/neuron-env"
+}
+variable "venv" {
+  type    = string
+  default = "/opt/neuron-venv"
+}
+variable "log_dir" {
+  type    = string
+  default = "/var/log/neuron-env"
+}
+variable "install_args" {
+  type    = string
+  default = ""
+}
+variable "doctor_args" {
+  type    = string
+  default = ""
 }
 variable "torch" {
   type    = string
@@ -57,43 +97,47 @@ source "amazon-ebs" "neuron" {
 build {
   sources = ["source.amazon-ebs.neuron"]
 
-  # build: neuron-env itself, then the backend
+  # build: neuron-env itself (its wheel fetched and checked first, then installed), then the
+  # backend
   provisioner "shell" {
     execute_command = "sudo -E bash -euo pipefail '{{ .Path }}'"
     inline = [
-      "python3 -m venv /opt/neuron-env",
-      "/opt/neuron-env/bin/python -m pip install --quiet --disable-pip-version-check -- '${var.neuron_env_source}'",
-      "mkdir -p /var/log/neuron-env",
-      "/opt/neuron-env/bin/neuron-env install --yes --venv /opt/neuron-venv --python python3 --torch ${var.torch} --format json > /var/log/neuron-env/install.json",
+      "src='${var.neuron_env_source}' sha='${var.neuron_env_sha256}' index='${var.neuron_env_index_url}'",
+      "case \"$src\" in *.whl) w=\"/tmp/$${src##*/}\"; case \"$src\" in s3://*) aws s3 cp --only-show-errors \"$src\" \"$w\" ;; http://* | https://*) curl -fsSL --retry 2 -o \"$w\" \"$src\" ;; *) cp -- \"$${src#file://}\" \"$w\" ;; esac; echo \"$sha  $w\" | sha256sum -c --quiet - || { echo \"neuron-env: $src does not match neuron_env_sha256\" >&2; exit 2; } ;; *) [ -n \"$index\" ] || { echo 'neuron-env: a pip spec needs neuron_env_index_url (neuron-env is not on the public index)' >&2; exit 2; } ;; esac",
+      "${var.python} -m venv '${var.tool_venv}'",
+      "pip=('${var.tool_venv}/bin/python' -m pip install --quiet --disable-pip-version-check); [ -z \"$index\" ] || pip+=(--index-url \"$index\"); \"$${pip[@]}\" -- \"$${w:-$src}\"",
+      "'${var.tool_venv}/bin/neuron-env' --version",
+      "mkdir -p '${var.log_dir}'",
+      "'${var.tool_venv}/bin/neuron-env' install --yes --venv '${var.venv}' --python ${var.python} --torch ${var.torch} --format json ${var.install_args} > '${var.log_dir}/install.json'",
     ]
   }
 
-  # validate: doctor for the target type, without device checks on the build instance. Its exit
-  # code is kept, the reports are fetched, THEN a failed validation fails the build: the JUnit
-  # report is there exactly when it matters.
+  # validate: doctor for the target type (no --smoke: the build instance is often another type).
+  # Its exit code is kept, the reports are fetched, THEN a failed validation fails the build:
+  # the JUnit report is there exactly when it matters.
   provisioner "shell" {
     execute_command = "sudo -E bash -euo pipefail '{{ .Path }}'"
     inline = [
-      "rc=0; /opt/neuron-env/bin/neuron-env doctor --python /opt/neuron-venv/bin/python --instance-type ${var.target_instance_type} --skip smoke --report json:/var/log/neuron-env/doctor-validate.json --report junit:/var/log/neuron-env/doctor-validate.xml || rc=$?",
-      "echo \"$rc\" > /var/log/neuron-env/doctor-validate.rc",
+      "rc=0; '${var.tool_venv}/bin/neuron-env' doctor --python '${var.venv}/bin/python' --instance-type ${var.target_instance_type} --report 'json:${var.log_dir}/doctor-validate.json' --report 'junit:${var.log_dir}/doctor-validate.xml' ${var.doctor_args} || rc=$?",
+      "echo \"$rc\" > '${var.log_dir}/doctor-validate.rc'",
     ]
   }
 
   provisioner "file" {
     direction   = "download"
-    source      = "/var/log/neuron-env/doctor-validate.xml"
+    source      = "${var.log_dir}/doctor-validate.xml"
     destination = "reports/doctor-validate.xml"
   }
 
   provisioner "file" {
     direction   = "download"
-    source      = "/var/log/neuron-env/doctor-validate.json"
+    source      = "${var.log_dir}/doctor-validate.json"
     destination = "reports/doctor-validate.json"
   }
 
   provisioner "shell" {
     inline = [
-      "rc=$(cat /var/log/neuron-env/doctor-validate.rc); [ \"$rc\" = 0 ] || { echo \"neuron-env doctor failed (exit $rc): see reports/doctor-validate.xml\" >&2; exit \"$rc\"; }",
+      "rc=$(cat '${var.log_dir}/doctor-validate.rc'); [ \"$rc\" = 0 ] || { echo \"neuron-env doctor failed (exit $rc): see reports/doctor-validate.xml\" >&2; exit \"$rc\"; }",
     ]
   }
 }

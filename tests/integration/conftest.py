@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tests.conftest import cli_env
+from tests.helpers import slurm as slurm_helper
 from tests.helpers.indexes import build_indexes
 
 ACCOUNT = "123456789012"
@@ -160,3 +161,21 @@ def need_lib(models_python, name: str) -> str:
     if "version" not in got:
         pytest.skip(f"{name} does not import in the torch venv: {got.get('error', 'absent')}")
     return py
+
+
+# -- a real one-node Slurm cluster (tests/helpers/slurm.py), shared by the modules that need it
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    missing = slurm_helper.missing()
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster runs slurmctld/slurmd as root (SlurmUser=root); run as "
+                    "root, as CI does")
+    if missing:
+        pytest.skip(f"Slurm not installed ({', '.join(missing)} missing): apt-get install "
+                    "slurm-wlm munge (.ci/run does)")
+    c = slurm_helper.SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()

@@ -19,6 +19,10 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration
 SHELLCHECK = shutil.which("shellcheck")
+# neuron-env is not on the public index: every rendering names its source (#44)
+INDEX = "https://pypi.internal.example.com/simple"
+SRC = {"source": "neuron-env==0.1.0", "source_index_url": INDEX}
+SRC_ARGS = ("--source", "neuron-env==0.1.0", "--source-index-url", INDEX)
 
 RECORDER = """#!/bin/bash
 printf '%s\\n' "$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' "$@")" \\
@@ -51,7 +55,8 @@ def _calls(record: Path) -> list[list[str]]:
 def test_component_values_never_become_commands(tmp_path, source):
     tool = _tool(tmp_path)
     venv = "/opt/v;touch PWNED;'$(touch PWNED2)'"
-    text = component(BootstrapOptions(source=source, venv=venv, tool_venv=str(tool),
+    text = component(BootstrapOptions(source=source, source_index_url=INDEX,
+                                      venv=venv, tool_venv=str(tool),
                                       python=str(tool / "bin/python"),
                                       log_dir=str(tmp_path / "logs dir")))
     doc = yaml.safe_load(text)
@@ -77,7 +82,8 @@ def test_userdata_source_is_never_an_option(tmp_path):
     tool = _tool(tmp_path)
     (tool / "bin" / "neuron-env").unlink()  # not installed yet: install_self runs pip
     source = "--index-url=https://evil.example/simple"
-    _run_userdata(tmp_path, BootstrapOptions(source=source, tool_venv=str(tool)),
+    _run_userdata(tmp_path, BootstrapOptions(source=source, source_index_url=INDEX,
+                                             tool_venv=str(tool)),
                   NEURON_ENV_RETRIES="1")
     pip = next(c for c in _calls(tmp_path / "record") if c[:2] == ["-m", "pip"])
     assert pip[-2:] == ["--", source], pip
@@ -98,8 +104,9 @@ def _run_userdata(tmp_path, opts: BootstrapOptions, **env) -> subprocess.Complet
 
 def test_userdata_quotes_venv_and_doctor_args(tmp_path):
     tool = _tool(tmp_path)
-    opts = BootstrapOptions(venv=f"{tmp_path}/bob's venv $(touch PWNED)", tool_venv=str(tool),
-                            doctor_args="--skip 'a b' --only \"x y\"", smoke=False)
+    opts = BootstrapOptions(**SRC, venv=f"{tmp_path}/bob's venv $(touch PWNED)",
+                            tool_venv=str(tool), doctor_args="--skip 'a b' --only \"x y\"",
+                            smoke=False)
     r = _run_userdata(tmp_path, opts)
     assert r.returncode == 0, r.stderr
     calls = _calls(tmp_path / "record")
@@ -126,24 +133,25 @@ def test_what_cannot_be_quoted_is_refused(args, needle):
     for cmd in ("userdata", "imagebuilder-component"):
         if cmd == "imagebuilder-component" and args[0] == "--doctor-args":
             continue
-        r = run_cli(cmd, *args)
+        r = run_cli(cmd, *SRC_ARGS, *args)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, \
             (cmd, r.stderr)
 
 
 def test_credentials_in_index_urls_are_refused_and_can_be_read_at_boot(tmp_path):
     # issue #25 item 13: refused (exit 2, no script), the safer way named
-    r = run_cli("userdata", "--neuron-index-url", "https://ci:tok@mirror/simple")
+    r = run_cli("userdata", *SRC_ARGS, "--neuron-index-url", "https://ci:tok@mirror/simple")
     assert r.returncode == 2 and r.stdout == "" and "--neuron-index-url-from" in r.stderr
     assert "tok" not in r.stderr
-    r = run_cli("userdata", "--neuron-index-url-from", "env:MIRROR_URL")
+    r = run_cli("userdata", *SRC_ARGS, "--neuron-index-url-from", "env:MIRROR_URL")
     assert r.returncode == 0 and "warning" not in r.stderr
     assert "index_from NEURON_ENV_NEURON_INDEX_URL env:MIRROR_URL" in r.stdout
-    c = run_cli("imagebuilder-component", "--pytorch-index-url-from", "ssm:/ci/pytorch-url")
+    c = run_cli("imagebuilder-component", *SRC_ARGS, "--pytorch-index-url-from",
+                "ssm:/ci/pytorch-url")
     assert c.returncode == 0 and "aws ssm get-parameter --name /ci/pytorch-url" in c.stdout
     # at boot: the URL comes from the environment and reaches install, never the log
     tool = _tool(tmp_path)
-    opts = BootstrapOptions(tool_venv=str(tool), venv=str(tmp_path / "v"), smoke=False,
+    opts = BootstrapOptions(**SRC, tool_venv=str(tool), venv=str(tmp_path / "v"), smoke=False,
                             neuron_index_from="env:MIRROR_URL")
     probe = tool / "bin/neuron-env"
     probe.write_text(RECORDER.replace("exit 0\n", 'echo "$NEURON_ENV_NEURON_INDEX_URL" '
@@ -161,19 +169,19 @@ def test_deterministic_failures_are_not_retried_and_say_what_to_do(tmp_path):
     tool = _tool(tmp_path)
     afile = tmp_path / "venv-is-a-file"
     afile.write_text("")
-    r = _run_userdata(tmp_path, BootstrapOptions(tool_venv=str(tool), venv=str(afile),
-                                                 smoke=False))
+    r = _run_userdata(tmp_path, BootstrapOptions(
+        **SRC, tool_venv=str(tool), venv=str(afile), smoke=False))
     assert r.returncode == 2 and "exists and is not a directory" in r.stderr
     assert "retry" not in r.stderr
     nopy = tmp_path / "python-without-venv"
     nopy.write_text("#!/bin/bash\nexit 1\n")
     nopy.chmod(0o755)
-    r = _run_userdata(tmp_path, BootstrapOptions(tool_venv=str(tool), venv=str(tmp_path / "v"),
-                                                 smoke=False),
-                      NEURON_ENV_BASE_PYTHON=str(nopy))
+    r = _run_userdata(tmp_path, BootstrapOptions(
+        **SRC, tool_venv=str(tool), venv=str(tmp_path / "v"), smoke=False),
+        NEURON_ENV_BASE_PYTHON=str(nopy))
     assert r.returncode == 2 and "python3-venv" in r.stderr and "retry" not in r.stderr
     # neuron-env install's own exit 2 (configuration): said once, not retried five times
-    r = _run_userdata(tmp_path, BootstrapOptions(tool_venv=str(tool), venv=str(tmp_path / "v"),
-                                                 smoke=False), FAKE_INSTALL_RC="2")
+    r = _run_userdata(tmp_path, BootstrapOptions(
+        **SRC, tool_venv=str(tool), venv=str(tmp_path / "v"), smoke=False), FAKE_INSTALL_RC="2")
     assert r.returncode == 2 and "not retried" in r.stderr and "retry 1/" not in r.stderr
     assert len([c for c in _calls(tmp_path / "record") if c[:1] == ["install"]]) == 1

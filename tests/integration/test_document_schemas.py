@@ -32,9 +32,10 @@ def test_small_documents_match_their_schemas(name, args):
 
 
 def test_rendered_scripts_in_json_are_the_text_output():
+    src = ("--source", "/srv/wheelhouse")  # neuron-env is not on the public index (#44)
     for cmd in ("userdata", "imagebuilder-component"):
-        doc = json.loads(run_cli(cmd, "--backend", "emulated", "--format", "json").stdout)
-        assert doc["script"] == run_cli(cmd, "--backend", "emulated").stdout
+        doc = json.loads(run_cli(cmd, *src, "--backend", "emulated", "--format", "json").stdout)
+        assert doc["script"] == run_cli(cmd, *src, "--backend", "emulated").stdout
 
 
 def test_matrix_import_document(tmp_path):

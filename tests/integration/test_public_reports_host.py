@@ -236,7 +236,8 @@ REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/713", "2023-08-01", "2.12.0",
            r713, "os.limits", "warn", ("ulimit -n 65535",), summary="open files 1024"),
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/447", "2022-07-15", "2.3.0",
-           r447, "tools.path", "fail", ("export PATH=/opt/aws/neuron/bin:$PATH",)),
+           # a warning since #44: the tools are installed, only this shell's PATH lacks them
+           r447, "tools.path", "warn", ("export PATH=/opt/aws/neuron/bin:$PATH",)),
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/1017", "2024-10-18", "2.20.0",
            r1017, "driver.versions", "fail",
            ("remove -y --purge aws-neuron-tools", "aws-neuronx-tools=",

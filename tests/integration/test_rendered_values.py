@@ -61,6 +61,15 @@ def refused(fn, *a, **kw) -> UsageError | None:
     return None
 
 
+# neuron-env is not on the public index: every rendering names its source (#44)
+SRC = {"source": "neuron-env==0.1.0", "source_index_url": "https://pypi.internal.example.com/simple"}
+
+
+def no_source(field: str, val: str) -> bool:
+    """An empty source, or a wheel without its sha256: refused (#44)."""
+    return field == "source" and (not val or val.endswith(".whl"))
+
+
 # -- user data ----------------------------------------------------------------------------------
 USERDATA_FIELDS = {"source": "NEURON_ENV_SOURCE", "python": "NEURON_ENV_BASE_PYTHON",
                    "tool_venv": "NEURON_ENV_TOOL_VENV", "venv": "NEURON_ENV_TARGET_VENV",
@@ -71,8 +80,8 @@ ABSOLUTE = {"tool_venv", "venv", "log_dir", "state_dir"}
 def check_userdata(v: str) -> None:
     for field, var in USERDATA_FIELDS.items():
         val = "/" + v if field in ABSOLUTE else v
-        o = BootstrapOptions(**{field: val})
-        if bad_char(val):
+        o = BootstrapOptions(**{**SRC, field: val})
+        if bad_char(val) or no_source(field, val):
             e = refused(userdata, o)
             assert e is not None and f"--{field.replace('_', '-')}" in e.message, (field, val)
             continue
@@ -80,7 +89,7 @@ def check_userdata(v: str) -> None:
         bash_n(text)
         assert line_with(text, f"setting {var} ") == ["setting", var, val]
     # extra arguments: split as the shell would, each word back as one word
-    o = BootstrapOptions(doctor_args=shlex.quote(v))
+    o = BootstrapOptions(**SRC, doctor_args=shlex.quote(v))
     if bad_char(v):
         assert refused(userdata, o) is not None
     else:
@@ -105,9 +114,9 @@ def check_component(v: str) -> None:
     for field in ("source", "python", "tool_venv", "venv", "log_dir", "instance_type",
                   "neuron_index_url"):
         val = "/" + v if field in ABSOLUTE else v
-        o = BootstrapOptions(**{field: val})
+        o = BootstrapOptions(**{**SRC, field: val})
         e = refused(component, o)
-        if bad_char(val):
+        if bad_char(val) or no_source(field, val):
             flag = "--" + field.replace("_", "-")
             assert e is not None and flag in e.message, (field, val)
             continue
@@ -166,7 +175,8 @@ def check_k8s(v: str) -> None:
         bash_n(script, "sh")
         words = shlex.split(script.strip().splitlines()[-1])
         assert words[3] == kw.get("neuron_env", "/opt/neuron-env/bin/neuron-env")
-        assert words[7:] == kw.get("doctor_args", [])
+        assert words[7:9] == ["--only", k8s.NODE_CHECKS]  # the node-level profile
+        assert words[9:] == kw.get("doctor_args", [])
 
 
 # -- --print-launch (collectives and trial share sh_join) ---------------------------------------

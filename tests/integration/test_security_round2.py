@@ -24,6 +24,9 @@ from tests.helpers import roots
 from tests.helpers.envs import make_venv, site_packages
 
 pytestmark = pytest.mark.integration
+# neuron-env is not on the public index: every rendering names its source (#44)
+SRC_ARGS = ("--source", "neuron-env==0.1.0", "--source-index-url",
+            "https://pypi.internal.example.com/simple")
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root: mknod, chown, runuser, mount")
@@ -296,7 +299,7 @@ def test_credentialed_index_url_is_refused_with_the_safer_way(cmd):
 
 
 def test_the_safer_way_renders_a_script_bash_accepts(tmp_path):
-    p = run_cli("userdata", "--neuron-index-url-from", "ssm:/neuron/index-url")
+    p = run_cli("userdata", *SRC_ARGS, "--neuron-index-url-from", "ssm:/neuron/index-url")
     assert p.returncode == 0, p.stderr
     script = tmp_path / "ud.sh"
     script.write_text(p.stdout)
@@ -311,7 +314,7 @@ def test_the_safer_way_renders_a_script_bash_accepts(tmp_path):
     ("index http://aws:tok=@10.0.0.1:8080/pypi", "tok="),
 ])
 def test_first_boot_log_redact_masks_real_strings(tmp_path, line, secret):
-    p = run_cli("userdata", "--neuron-index-url-from", "ssm:/neuron/index-url")
+    p = run_cli("userdata", *SRC_ARGS, "--neuron-index-url-from", "ssm:/neuron/index-url")
     body = p.stdout
     start = body.index("redact() {")
     func = body[start:body.index("\n}\n", start) + 3]
@@ -321,7 +324,7 @@ def test_first_boot_log_redact_masks_real_strings(tmp_path, line, secret):
 
 
 def test_first_boot_log_redact_masks_the_known_index_url_literally(tmp_path):
-    p = run_cli("userdata", "--neuron-index-url-from", "ssm:/neuron/index-url")
+    p = run_cli("userdata", *SRC_ARGS, "--neuron-index-url-from", "ssm:/neuron/index-url")
     body = p.stdout
     start = body.index("redact() {")
     func = body[start:body.index("\n}\n", start) + 3]

@@ -6,35 +6,16 @@ the reason, a passing one resumes it; `srun neuron-env doctor` gathers reports f
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import roots
-from tests.helpers import slurm as slurm_helper
 
 pytestmark = [pytest.mark.integration]
 NEURON_ENV = str(Path(sys.executable).with_name("neuron-env"))
 ONLY = "os,instance,driver"
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    missing = slurm_helper.missing()
-    if os.geteuid() != 0:
-        pytest.skip("the test cluster runs slurmctld/slurmd as root (SlurmUser=root); run as "
-                    "root, as CI does")
-    if missing:
-        pytest.skip(f"Slurm not installed ({', '.join(missing)} missing): apt-get install "
-                    "slurm-wlm munge (.ci/run does)")
-    c = slurm_helper.SlurmCluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture

@@ -202,7 +202,7 @@ def test_k8s_manifests_validate_against_kubernetes_schemas():
     cm = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
     cfg = json.loads(cm["neuron-env-monitor.json"])
     assert cfg["plugin"] == "custom" and cfg["rules"][0]["path"] == "/config/neuron-env-check.sh"
-    assert "doctor --format npd --skip aws" in cm["neuron-env-check.sh"]
+    assert f"doctor --format npd --only {k8s.NODE_CHECKS} --skip aws" in cm["neuron-env-check.sh"]
     with pytest.raises(UsageError):
         k8s.manifests(neuron_env="neuron-env")
 

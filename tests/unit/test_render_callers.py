@@ -46,8 +46,9 @@ def test_no_other_module_quotes_for_a_shell():
 
 def test_every_placeholder_is_filled():
     o = CollectivesOptions(device="cpu", ops=("all_reduce",), sizes=(8,), iterations=1)
-    out = [userdata(BootstrapOptions(neuron_index_url="https://m/simple")), component(
-        BootstrapOptions(pytorch_index_from="ssm:/p", instance_type="trn2.48xlarge")),
+    src = {"source": "neuron-env==0.1.0", "source_index_url": "https://i/simple"}  # (#44)
+    out = [userdata(BootstrapOptions(**src, neuron_index_url="https://m/simple")), component(
+        BootstrapOptions(**src, pytorch_index_from="ssm:/p", instance_type="trn2.48xlarge")),
         slurm.render_script("/opt/ne", 45, ["--skip", "aws"]),
         slurm.render_conf("/etc/slurm/hc.sh", 300, True),
         k8s.to_yaml(k8s.manifests(doctor_args=["--skip", "aws"])),

@@ -10,7 +10,9 @@ set -uo pipefail
 setting() {  # setting VAR DEFAULT: keep the environment's non-empty value, else the default
     if [ -z "${!1:-}" ]; then printf -v "$1" '%s' "$2"; fi
 }
-setting NEURON_ENV_SOURCE @@SOURCE@@     # pip spec, wheel URL or wheelhouse dir
+setting NEURON_ENV_SOURCE @@SOURCE@@     # wheelhouse dir, wheel (path/URL/s3://) or pip spec
+setting NEURON_ENV_SOURCE_SHA256 @@SOURCE_HASH@@   # a wheel's sha256, checked before pip
+setting NEURON_ENV_SOURCE_INDEX_URL @@SOURCE_INDEX_URL@@   # the team's own index
 setting NEURON_ENV_TOOL_VENV @@TOOL_VENV@@
 setting NEURON_ENV_TARGET_VENV @@TARGET_VENV@@
 setting NEURON_ENV_TORCH @@TORCH@@
@@ -19,6 +21,7 @@ setting NEURON_ENV_BASE_PYTHON @@PYTHON@@
 setting NEURON_ENV_LOG_DIR @@LOG_DIR@@
 setting NEURON_ENV_STATE_DIR @@STATE_DIR@@
 setting NEURON_ENV_SMOKE @@SMOKE@@
+setting NEURON_ENV_DOCTOR_WAIT @@WAIT@@   # doctor --wait: failing checks retried while the driver loads
 setting NEURON_ENV_RETRIES @@RETRIES@@
 setting NEURON_ENV_RETRY_DELAY 5   # seconds; doubles per attempt
 setting NEURON_ENV_MAX_DELAY 120
@@ -129,9 +132,13 @@ preflight() {  # deterministic problems, said once with what to do (exit 2, neve
     fi
 }
 
-settings_key() {
-    printf '%s|%s|%s|%s|%s|%s' "$NEURON_ENV_SOURCE" "$NEURON_ENV_TARGET_VENV" "$NEURON_ENV_TORCH" \
-        "$NEURON_ENV_BACKEND" "$NEURON_ENV_BASE_PYTHON" "$NEURON_ENV_SMOKE" | sha256sum | cut -c1-16
+settings_key() {  # every setting that changes what is installed or judged: changed, run again
+    printf '%s\n' "$NEURON_ENV_SOURCE" "$NEURON_ENV_SOURCE_SHA256" "$NEURON_ENV_SOURCE_INDEX_URL" \
+        "$NEURON_ENV_TOOL_VENV" "$NEURON_ENV_TARGET_VENV" "$NEURON_ENV_TORCH" \
+        "$NEURON_ENV_BACKEND" "$NEURON_ENV_BASE_PYTHON" "$NEURON_ENV_SMOKE" \
+        "$NEURON_ENV_DOCTOR_WAIT" "${NEURON_ENV_NEURON_INDEX_URL:-}" \
+        "${NEURON_ENV_PYTORCH_INDEX_URL:-}" "${EXTRA_INSTALL[*]}" "${EXTRA_DOCTOR[*]}" \
+        @@KEY_LOOKUPS@@| sha256sum | cut -c1-16
 }
 
 DONE="$NEURON_ENV_STATE_DIR/bootstrap.done"
@@ -145,6 +152,13 @@ preflight
 @@INDEX_LOOKUPS@@
 
 NE="$NEURON_ENV_TOOL_VENV/bin/neuron-env"
+fetch_wheel() {  # fetch_wheel SOURCE FILE: a wheel by path, file://, http(s):// or s3:// URL
+    case "$1" in
+        s3://*) aws s3 cp --only-show-errors "$1" "$2" ;;
+        http://* | https://*) curl -fsSL --retry 2 --max-time 300 -o "$2" "$1" ;;
+        *) cp -- "${1#file://}" "$2" ;;
+    esac
+}
 install_self() {
     if [ ! -x "$NEURON_ENV_TOOL_VENV/bin/python" ]; then
         "$NEURON_ENV_BASE_PYTHON" -m venv "$NEURON_ENV_TOOL_VENV" || {
@@ -152,11 +166,28 @@ install_self() {
             return 2; }
     fi
     local pip=("$NEURON_ENV_TOOL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 20)
-    if [ -d "$NEURON_ENV_SOURCE" ]; then
-        "${pip[@]}" --no-index --find-links "$NEURON_ENV_SOURCE" -- neuron-env
-    else
-        "${pip[@]}" -- "$NEURON_ENV_SOURCE"  # a source is never taken for an option
-    fi
+    [ -n "$NEURON_ENV_SOURCE_INDEX_URL" ] && pip+=(--index-url "$NEURON_ENV_SOURCE_INDEX_URL")
+    case "$NEURON_ENV_SOURCE" in
+        *.whl)
+            local whl got
+            whl="$NEURON_ENV_STATE_DIR/${NEURON_ENV_SOURCE##*/}"
+            fetch_wheel "$NEURON_ENV_SOURCE" "$whl" || return 1
+            got=$(sha256sum "$whl" | cut -d' ' -f1)
+            if [ "$got" != "$NEURON_ENV_SOURCE_SHA256" ]; then
+                log "FAILED: $NEURON_ENV_SOURCE has sha256 $got, not $NEURON_ENV_SOURCE_SHA256: not installed"
+                rm -f -- "$whl"
+                return 2
+            fi
+            "${pip[@]}" -- "$whl" ;;
+        /*) "${pip[@]}" --no-index --find-links "$NEURON_ENV_SOURCE" -- neuron-env ;;
+        "") log "FAILED: no source for neuron-env (NEURON_ENV_SOURCE): render with --source"
+            return 2 ;;
+        *) if [ -z "$NEURON_ENV_SOURCE_INDEX_URL" ]; then
+               log "FAILED: $NEURON_ENV_SOURCE is a pip spec without NEURON_ENV_SOURCE_INDEX_URL (neuron-env is not on the public index)"
+               return 2
+           fi
+           "${pip[@]}" -- "$NEURON_ENV_SOURCE" ;;  # a source is never taken for an option
+    esac
 }
 if [ -x "$NE" ] && "$NE" --version >/dev/null 2>&1; then
     log "neuron-env present: $("$NE" --version)"
@@ -179,6 +210,7 @@ if [ "$rc" -ne 0 ]; then
 fi
 
 DOCTOR_ARGS=(doctor --python "$NEURON_ENV_TARGET_VENV/bin/python" --report "json:$NEURON_ENV_LOG_DIR/doctor.json" --report "junit:$NEURON_ENV_LOG_DIR/doctor.xml")
+[ "$NEURON_ENV_DOCTOR_WAIT" != 0 ] && DOCTOR_ARGS+=(--wait "$NEURON_ENV_DOCTOR_WAIT")
 [ "$NEURON_ENV_SMOKE" = 1 ] && DOCTOR_ARGS+=(--smoke)
 DOCTOR_ARGS+=("${EXTRA_DOCTOR[@]}")
 log "running neuron-env ${DOCTOR_ARGS[*]}"

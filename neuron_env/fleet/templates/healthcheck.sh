@@ -5,6 +5,8 @@
 # A failing doctor drains this node with a one-line reason (neuron-env runs scontrol itself:
 # --slurm-drain); a passing one resumes the node if neuron-env had drained it. Slurm kills a
 # health check after 60 s, so doctor runs under a @@TIMEOUT@@ s limit (+5 s to be killed).
+# --python: the venv jobs run in (neuron-env's user data and AMI component create
+# /opt/neuron-venv), never the `python3` that slurmd's near-empty PATH would find.
 # --expect-efa: a Slurm node runs multi-node jobs, so a missing EFA fails (pass
 # --doctor-args --no-expect-efa for single-node partitions).
 set -u
@@ -13,11 +15,12 @@ set -u
 export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:/opt/slurm/bin"
 rendered=@@NEURON_ENV@@  # --neuron-env, quoted for the shell
 NEURON_ENV="${NEURON_ENV:-$rendered}"
+PYTHON=@@PYTHON@@  # --python, quoted for the shell
 LIMIT=@@TIMEOUT@@
 node="${SLURMD_NODENAME:-$(hostname -s)}"
 export SLURMD_NODENAME="$node"
 
-timeout -k 5 "$LIMIT" "$NEURON_ENV" doctor --format nhc --slurm-drain --expect-efa@@DOCTOR_ARGS@@
+timeout -k 5 "$LIMIT" "$NEURON_ENV" doctor --python "$PYTHON" --format nhc --slurm-drain --expect-efa@@DOCTOR_ARGS@@
 rc=$?
 # Drain on every exit that did not pass through doctor's drain step. 0 and 1 always did; 3 (an
 # error result or a crash) and 4 (a timed-out result or the limit) may have: a node doctor
