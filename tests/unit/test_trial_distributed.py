@@ -254,7 +254,14 @@ def test_a_finished_run_that_failed_is_not_said_to_have_stopped():
     from neuron_env.cost.prices import Price
 
     price = Price(2.0, None, None, "flag")
-    res, _ = cost_result(None, price, False, "cpu", None, finished=True)
+    from types import SimpleNamespace
+
+    from neuron_env.report.model import Result
+    from neuron_env.trial.dist_command import no_price_reason
+
+    wrong = Result("trial.distributed", "trial", "fail", "differs", details={"throughput": {}})
+    why = no_price_reason(wrong, SimpleNamespace(info={}))
+    res, _ = cost_result(None, price, False, "cpu", None, why)
     assert res.status == "skip" and "did not finish" not in res.summary
     assert "the ranks finished" in res.summary
     res, _ = cost_result(None, price, False, "cpu", None)

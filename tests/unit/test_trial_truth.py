@@ -1,0 +1,212 @@
+"""Issue 48 (reports that tell the truth) and the trial parts of issue 45 finding 11 and issue
+49 section 4: timings with their spread (injected samples, no timed test), cost labels and skip
+reasons, the price table's warnings, outside values in the text and Markdown views, the doctor
+footer on an 80-column terminal and `--only` suggestions."""
+
+from __future__ import annotations
+
+import copy
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from neuron_env.cost import prices
+from neuron_env.errors import UsageError
+from neuron_env.report.model import Result
+from neuron_env.trial import dist_command, noise, runner, views
+from neuron_env.util.wrap import fit
+from tests.helpers.html_pages import report_of, trial_doc
+
+FORGED = "x\n    ✓ forged check passed  (trial.forged)\n![](https://evil.example/p.png)"
+
+
+def _timing(samples: list[float]) -> dict:
+    import statistics
+
+    return {"first_call_s": 1.0, "iterations": len(samples),
+            "median_s": statistics.median(samples), "min_s": min(samples),
+            "max_s": max(samples), "stdev_s": statistics.pstdev(samples),
+            "samples_s": samples}
+
+
+# -- noise (issue 49 section 4) -------------------------------------------------------------------
+def test_a_steady_run_is_not_noisy_and_a_slow_outlier_is_counted():
+    steady = noise.spread(_timing([0.50, 0.51, 0.49, 0.50, 0.52, 0.50, 0.49, 0.51]))
+    assert steady and not steady["noisy"] and steady["outliers"] == 0
+    spiky = noise.spread(_timing([0.50, 0.51, 0.49, 0.50, 7.5, 0.50, 0.49, 0.51]))
+    assert spiky and spiky["noisy"] and spiky["outliers"] == 1
+    assert any("15.0x the median" in w for w in spiky["warnings"])
+    assert any("1 of 8 iterations were outliers" in w for w in spiky["warnings"])
+    assert "--iterations 30" in noise.advice(spiky)
+
+
+def test_without_samples_the_box_stays_inside_min_and_max():
+    """The old record (median ± stdev only): the box is clipped to min..max, never past it."""
+    s = noise.spread({"median_s": 0.5, "min_s": 0.45, "max_s": 7.5, "stdev_s": 2.0,
+                      "iterations": 10})
+    assert s and s["min_s"] <= s["low_s"] <= s["median_s"] <= s["high_s"] <= s["max_s"]
+    assert s["box"] == "median ± stdev" and s["outliers"] is None and s["noisy"]
+
+
+def test_a_speed_up_inside_the_noise_names_no_winner():
+    eager = _timing([0.40, 0.90, 0.50, 0.70, 0.45, 0.80])
+    compiled = _timing([0.30, 0.85, 0.35, 0.60, 0.40, 0.75])
+    words = noise.speed_words(eager, compiled)
+    assert words and words.startswith("compiled vs eager: not distinguishable")
+    fast = _timing([0.10, 0.11, 0.10, 0.12, 0.10, 0.11])
+    assert noise.speed_words(eager, fast) == "compiled 5.71x faster than eager"
+
+
+def test_trial_compile_summary_says_not_distinguishable_and_views_show_the_spread():
+    eager = _timing([0.40, 0.90, 0.50, 0.70, 0.45, 0.80])
+    compiled = _timing([0.30, 0.85, 0.35, 0.60, 0.40, 7.5])
+    res = Result("trial.compile", "trial", "pass", "torch.compile(backend='neuron'): OK; "
+                 "steady median 0.5000s (1.14x faster than eager)")
+    got = runner.with_noise(res, {"eager": eager, "compiled": compiled})
+    assert "faster than eager)" not in got.summary.replace("by the medians", "")
+    assert "not distinguishable" in got.summary and got.details["speed"]
+    doc = trial_doc()
+    doc["target"]["timing"] = {"eager": eager, "compiled": compiled}
+    rep = report_of(doc)
+    text = views.render_text(rep)
+    assert "q1-q3 ms" in text and "NOISY" in text and "outliers" in text
+    assert "--iterations" in text and "not distinguishable" in text
+    assert "not distinguishable" in views.render_markdown(rep)
+
+
+# -- cost (items 1, 2, 3) -------------------------------------------------------------------------
+def _dist_report(**this_extra) -> dist_command.Report:
+    doc = trial_doc("trial-distributed-cost.json")
+    cost = next(r for r in doc["results"] if r["id"] == "trial.cost")
+    cost["details"]["this"].update(this_extra)
+    return report_of(doc)
+
+
+def test_a_cpu_baseline_priced_as_a_gpu_instance_is_not_labelled_measured():
+    base = {"label": "cpu x2 (g5.xlarge)", "emulated": False, "instance_type": "g5.xlarge",
+            "on_host": False}
+    assert dist_command.kind(base) == "priced as g5.xlarge, not run on one"
+    assert dist_command.kind({"emulated": True}) == "rehearsal (emulated device)"
+    assert dist_command.kind({"on_host": True}) == "measured"
+    thr = {"samples_per_s": 100.0, "step_s": 0.32}
+    price = prices.Price(21.5, "trn1.32xlarge", "us-east-1", "table", on_host=False)
+    baseline = dict(base, samples_per_s=50.0, usd_per_1000_samples=0.0056)
+    res, _ = dist_command.cost_result(thr, price, True, "neuron x2 (trn1.32xlarge)", baseline)
+    assert res.summary.startswith("REHEARSAL, not a Trainium price")
+    line = res.details["comparison"]["line"]
+    assert line.startswith("NOT A MEASUREMENT of the instances priced")
+    assert "neuron x2 (trn1.32xlarge) (rehearsal (emulated device))" in line
+    assert "priced as g5.xlarge, not run on one" in line
+    rows = dist_command.cost_rows(report_of({**trial_doc("trial-distributed-cost.json"),
+                                             "results": [_doc(res)]}))
+    assert [r[-1] for r in rows[:2]] == ["rehearsal (emulated device)",
+                                         "priced as g5.xlarge, not run on one"]
+
+
+def _doc(r: Result) -> dict:
+    from tests.helpers.html_pages import FIELDS
+
+    return {k: getattr(r, k) for k in FIELDS}
+
+
+def test_implausible_timings_are_the_reason_not_a_wrong_result():
+    """Issue 48 item 3: --collect flagged an impossible scaling efficiency; the results match,
+    so the cost is skipped for the timings, never for results that 'differ'."""
+    main = Result("trial.distributed", "trial", "warn", "match; efficiency 3.1",
+                  details={"throughput": {"samples_per_s": 9.0}})
+    why = dist_command.no_price_reason(main, SimpleNamespace(
+        info={"implausible": "scaling efficiency 3.10 > 1.5"}))
+    assert why and "results match one process" in why and "timings are suspect" in why
+    assert "differ" not in why
+    res, _ = dist_command.cost_result(None, prices.Price(2.0, None, "us-east-1", "flag"), False,
+                                      "cpu", None, why)
+    assert res.summary == why
+
+
+def test_a_priced_type_the_release_does_not_support_is_a_warning():
+    m = __import__("neuron_env.matrix.catalog", fromlist=["select"]).select(None)
+    supported = [t.name for f in m.instances for t in f.types]
+    assert prices.unsupported(supported[0]) is None
+    assert prices.unsupported("g5.xlarge") is None  # a GPU baseline is not judged
+    if "trn1.32xlarge" not in supported:
+        warn = prices.unsupported("trn1.32xlarge")
+        assert warn and f"Neuron {m.release}" in warn
+        thr = {"samples_per_s": 100.0, "step_s": 0.32}
+        price = prices.Price(21.5, "trn1.32xlarge", "us-east-1", "table", warning=warn)
+        res, _ = dist_command.cost_result(thr, price, False, "neuron x2", None)
+        assert res.status == "warn" and warn in res.summary and res.fix
+
+
+def test_the_price_table_has_no_price_without_a_source():
+    for row in prices.load_table():
+        if row["source"] == "unsourced":
+            assert row.get("usd_per_hour") is None
+        if row["instance_type"].startswith(("trn2", "trn3")):
+            assert row["source"] == "unsourced" or row["source"].startswith("https://")
+
+
+# -- outside values in the text and Markdown views (issue 45 finding 11) ---------------------------
+def _no_forged_line(text: str, markdown: bool = False) -> None:
+    assert not any(ln.lstrip().startswith("✓ forged") for ln in text.splitlines()), text
+    assert not markdown or ("![](" not in text and "](https://" not in text)
+
+
+def test_one_process_views_never_forge_a_line_or_markup():
+    doc = trial_doc()
+    doc["target"]["model"] = FORGED
+    eager = next(r for r in doc["results"] if r["id"] == "trial.eager")
+    eager["summary"], eager["fix"] = FORGED, FORGED
+    doc["target"]["timing"] = {FORGED: doc["target"]["timing"]["eager"]}
+    rep = report_of(doc)
+    _no_forged_line(views.render_text(rep))
+    md = views.render_markdown(rep)
+    _no_forged_line(md, markdown=True)
+    assert "!\\[\\]\\(https://evil.example/p.png\\)" in md
+
+
+def test_distributed_views_never_forge_a_line_from_a_host_or_a_label():
+    doc = trial_doc("trial-distributed-cost.json")
+    doc["target"]["model"] = FORGED
+    dist = next(r for r in doc["results"] if r["id"] == "trial.distributed")
+    dist["details"]["ranks"][0]["host"] = FORGED
+    cost = next(r for r in doc["results"] if r["id"] == "trial.cost")
+    cost["details"]["baseline"]["label"] = FORGED
+    cost["details"]["this"]["label"] = FORGED
+    cost["summary"] = FORGED
+    rep = report_of(copy.deepcopy(doc))
+    _no_forged_line(dist_command.render_text(rep))
+    md = dist_command.render_markdown(rep)
+    _no_forged_line(md, markdown=True)
+    assert md.count("!\\[\\]\\(https://evil.example/p.png\\)") >= 4
+
+
+# -- messages (items 12, 16) ----------------------------------------------------------------------
+def test_only_with_a_typo_suggests_the_id():
+    from neuron_env.checks import select
+
+    with pytest.raises(UsageError) as e:
+        select(["backend.torh"], [])
+    assert "did you mean 'backend.torch'?" in (e.value.hint or "")
+
+
+def test_one_option_belongs_several_belong():
+    from neuron_env.trial import distributed as dist
+    from neuron_env.trial.options import TrialOptions
+
+    d = dist.DistOptions(world_size=2)
+    with pytest.raises(UsageError, match=r"--compile belongs to the one-process trial"):
+        dist.validate(TrialOptions(model="builtin:mlp", compile=True), d)
+    with pytest.raises(UsageError, match=r"--compile, --shapes belong to the one-process"):
+        dist.validate(TrialOptions(model="builtin:mlp", compile=True, shapes=((8,),)), d)
+
+
+def test_the_doctor_footer_fits_80_columns():
+    from neuron_env.report import text
+
+    m = {"release": "2.34", "origin": "user", "date": "2026-11-20", "sha256": "ab" * 32,
+         "path": "/home/someone/.config/neuron-env/matrices/" + "deep/" * 8 + "neuron-2.34.toml"}
+    lines = fit(text.matrix_line(m), 80).splitlines()
+    assert lines[0].startswith("matrix: Neuron 2.34 (user, 2026-11-20, sha256 abababababab")
+    assert lines[1] == "  " + m["path"] and all(len(ln) <= 80 for ln in lines[:1])
+    assert re.match(r"^matrix: .*\)$", lines[0])
