@@ -73,4 +73,26 @@ def to_result(s: dict, emulated: bool, opts: TrialOptions) -> Result:
     return Result(f"trial.{name}", "trial", status if status in RANK else "error",
                   summary, observed=advice.observed(name, data),
                   expected=advice.expected(name, data), fix=advice.fix(name, status, data, opts),
-                  details=data or None)
+                  details=data or None, duration_s=measured_s(data))
+
+
+def measured_s(data: dict) -> float | None:
+    """The seconds a step's own record says it took (the CPU reference's `seconds`, a timed
+    run's first call plus its iterations, a shape sweep's compiles and steps), else None."""
+    def num(v: object) -> float | None:
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    if num(data.get("seconds")) is not None:
+        return num(data.get("seconds"))
+    t = data.get("timing")
+    if isinstance(t, dict) and num(t.get("first_call_s")) is not None:
+        samples = [x for x in t.get("samples_s") or [] if num(x) is not None]
+        steady = sum(samples) if samples else (num(t.get("median_s")) or 0.0) * (
+            num(t.get("iterations")) or 0)
+        return round((num(t.get("first_call_s")) or 0.0) + steady, 6)
+    rows = data.get("rows")
+    if isinstance(rows, list) and rows:
+        total = sum((num(r.get("compile_s")) or 0.0) + (num(r.get("steady_s")) or 0.0)
+                    for r in rows if isinstance(r, dict))
+        return round(total, 6) if total else None
+    return None

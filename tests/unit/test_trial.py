@@ -180,7 +180,7 @@ def test_junit_view_and_no_torch_in_neuron_envs_own_process():
     rep = Report("neuron-env.trial/1", {"name": "neuron-env", "version": "0"}, None,
                  {"model": "builtin:mlp"}, (r,), 1)
     xml = render(rep, "junit")
-    assert 'name="trial.compile"' in xml and "<failure" in xml
+    assert 'name="trial[builtin:mlp].compile"' in xml and "<failure" in xml
     assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0" in r.fix
 
 

@@ -210,3 +210,40 @@ def test_the_doctor_footer_fits_80_columns():
     assert lines[0].startswith("matrix: Neuron 2.34 (user, 2026-11-20, sha256 abababababab")
     assert lines[1] == "  " + m["path"] and all(len(ln) <= 80 for ln in lines[:1])
     assert re.match(r"^matrix: .*\)$", lines[0])
+
+
+# -- JUnit (item 14), read by a real JUnit consumer --------------------------------------------
+def test_trial_junit_names_the_model_uses_measured_times_and_omits_unknowns(tmp_path):
+    from junitparser import Failure, JUnitXml
+
+    from neuron_env.report.render import render
+
+    doc = trial_doc()
+    for r in doc["results"]:
+        r.pop("duration_s", None)
+    results = tuple(runner.to_result({"name": r["id"].partition(".")[2], "status": r["status"],
+                                      "summary": r["summary"], **(r.get("details") or {})},
+                                     False, views_opts()) for r in doc["results"])
+    rep = report_of(doc)
+    rep = type(rep)(schema=rep.schema, tool=rep.tool, matrix=None, target=rep.target,
+                    results=results, exit_code=rep.exit_code, extra=rep.extra)
+    path = tmp_path / "trial.xml"
+    path.write_text(render(rep, "junit"))
+    xml = JUnitXml.fromfile(str(path))
+    suite = next(iter(xml))
+    props = {p.name: p.value for p in suite.properties()}
+    assert "matrix" not in props and "None" not in props.values()
+    assert props["model"] == "builtin:transformer-block" and "rehearsal" in props
+    cases = {c.name: c for c in suite}
+    assert "trial[builtin:transformer-block].eager" in cases
+    eager = cases["trial[builtin:transformer-block].eager"]
+    assert eager.time > 1.0  # first call + the timed iterations, not 0.000000
+    assert any(isinstance(x, Failure) for x in eager.result)
+    memory = cases["trial[builtin:transformer-block].memory"]
+    assert memory.time is None and 'time="0.000000"' not in path.read_text()
+
+
+def views_opts():
+    from neuron_env.trial.options import TrialOptions
+
+    return TrialOptions(model="builtin:transformer-block")
