@@ -136,9 +136,24 @@ def fallbacks(report: Report) -> str:
         ops: list[Any] = o if isinstance(o, list) else []
         listed = ", ".join(f"<code>{esc(o)}</code>"
                            + (f" ×{esc(counts[o])}" if counts.get(o) else "") for o in ops)
+        if not reached(report, phase):
+            rows.append((esc(phase), '<span class="badge s-skip">not reached</span>',
+                         '<span class="muted">the phase did not complete (see its result above)'
+                         + (f"; before it stopped: {listed}" if listed else "") + "</span>"))
+            continue
         rows.append((esc(phase), badge("warn" if ops else "pass"),
                      listed or '<span class="muted">none: every op ran on the device</span>'))
     return "".join(out) + table(("phase", "", "ops that fell back to the CPU"), rows)
+
+
+def reached(report: Report, phase: str) -> bool:
+    """Whether a phase ran to its end: the compile phase only when trial.compile recorded its
+    timed run (a compile that failed stopped before it). A phase that did not complete is never
+    a pass. (The eager phases are recorded as each completes.)"""
+    if phase != "compile":
+        return True
+    c = next((r for r in report.results if r.id == "trial.compile"), None)
+    return c is not None and isinstance((c.details or {}).get("timing"), dict)
 
 
 def _figures(x: Any) -> dict[str, Any] | None:

@@ -247,3 +247,24 @@ def views_opts():
     from neuron_env.trial.options import TrialOptions
 
     return TrialOptions(model="builtin:transformer-block")
+
+
+# -- the fallback table (item 10) ---------------------------------------------------------------
+def test_a_compile_that_failed_is_not_reached_never_pass():
+    from neuron_env.report import html_trial
+
+    doc = trial_doc()
+    comp = next(r for r in doc["results"] if r["id"] == "trial.compile")
+    comp["status"], comp["summary"] = "fail", "torch.compile failed: Unsupported: aten::nonzero"
+    comp["details"] = {"backend": "neuron", "root_cause": "Unsupported", "fallback_ops": []}
+    fb = next(r for r in doc["results"] if r["id"] == "trial.fallback")
+    fb["details"]["phases"] = {"forward": {"ops": []}, "compile": {"ops": []}}
+    section = html_trial.fallbacks(report_of(doc))
+    row = section[section.index("<td>compile</td>"):]
+    row = row[:row.index("</tr>")]
+    assert "not reached" in row and "every op ran on the device" not in row
+    assert "s-pass" not in row
+    ok = trial_doc()
+    fb = next(r for r in ok["results"] if r["id"] == "trial.fallback")
+    fb["details"]["phases"] = {"compile": {"ops": []}}
+    assert "every op ran on the device" in html_trial.fallbacks(report_of(ok))
