@@ -268,3 +268,75 @@ def test_a_compile_that_failed_is_not_reached_never_pass():
     fb = next(r for r in ok["results"] if r["id"] == "trial.fallback")
     fb["details"]["phases"] = {"compile": {"ops": []}}
     assert "every op ran on the device" in html_trial.fallbacks(report_of(ok))
+
+
+# -- the plots (items 7, 8): their data and geometry -------------------------------------------
+def _drifting_bert() -> dict:
+    """A BERT-like drift: the first module out of tolerance is attention.self.query (module 7
+    of 47), while the largest errors over the whole step are the embeddings' gradients."""
+    doc = trial_doc()
+    eager = next(r for r in doc["results"] if r["id"] == "trial.eager")
+    eager["details"]["first_divergence"] = {
+        "module": "encoder.layer.0.attention.self.query", "module_type": "Linear", "order": 6,
+        "modules": 47, "why": "12 of 4096 elements outside tolerance", "max_abs_error": 0.003}
+    eager["details"]["mismatches"] = [
+        {"tensor": "grad.embeddings.word_embeddings.weight", "max_abs_error": 0.9, "ok": False},
+        {"tensor": "grad.embeddings.LayerNorm.weight", "max_abs_error": 0.5, "ok": False},
+        {"tensor": "output", "max_abs_error": 0.2, "ok": False}]
+    return doc
+
+
+def test_the_drift_chart_shows_and_highlights_the_module_the_text_names():
+    from neuron_env.report import html_trial
+
+    doc = _drifting_bert()
+    d = next(r for r in doc["results"] if r["id"] == "trial.eager")["details"]
+    labels, values, hi, title = html_trial.drift_bars(d)
+    assert hi is not None and labels[hi] == "encoder.layer.0.attention.self.query"
+    assert values[hi] == pytest.approx(0.003) and "first module out of tolerance" in title
+    assert "embeddings.word_embeddings" in labels  # the others still shown, after it
+    page = html_trial.drift(report_of(doc))
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "encoder.layer.0.attention.self.query" in svg
+
+
+def _geometry(rows):
+    import matplotlib
+
+    matplotlib.use("svg", force=True)
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import Rectangle
+
+    from neuron_env.report import plots
+
+    fig, ax = plots.ranges_figure(rows, title="t")
+    fig.canvas.draw()
+    boxes = [p for p in ax.patches if isinstance(p, Rectangle)]
+    whiskers = [c for c in ax.collections if isinstance(c, LineCollection)]
+    spans = []
+    for c in whiskers:
+        for seg in c.get_segments():
+            (x0, y0), (x1, y1) = seg
+            if y0 == y1:  # a horizontal whisker line
+                spans.append((round(y0), min(x0, x1), max(x0, x1)))
+    labels = [t.get_text() for t in ax.get_xticklabels()
+              if t.get_text() and ax.get_xlim()[0] <= t.get_position()[0] <= ax.get_xlim()[1]]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return boxes, spans, labels
+
+
+def test_time_plot_boxes_lie_within_their_whiskers_and_ticks_are_labelled():
+    """Issue 48 item 8: a run with a 7.5 s outlier (median 0.5 s) and no samples recorded drew
+    its median ± stdev box past the whisker (and below 0 on the log axis); one decade gave one
+    tick label."""
+    noisy = {"first_call_s": 1.3, "iterations": 10, "median_s": 0.5, "min_s": 0.45,
+             "max_s": 7.5, "stdev_s": 2.1}
+    steady = _timing([0.23, 0.3, 0.5, 0.6, 0.92, 0.59, 0.61])
+    for rows in ([("eager", noisy), ("compiled", steady)], [("eager", steady)]):
+        boxes, spans, labels = _geometry(rows)
+        assert len(boxes) == len(rows) and len(spans) == len(rows)
+        for box, (_y, lo, hi) in zip(boxes, sorted(spans), strict=True):
+            assert lo <= box.get_x() and box.get_x() + box.get_width() <= hi * (1 + 1e-9)
+        assert len(labels) >= 3, labels
