@@ -113,8 +113,7 @@ def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label:
     if price.usd_per_hour is None:
         line = f" {details['comparison']['line']}" if baseline is not None else ""
         return Result("trial.cost", "trial", "skip", f"no price: {price.note}{line}{tag}",
-                      details=details, fix="give --price-per-hour X, --instance-type T "
-                      "(the price table) or --aws (the AWS Pricing API)"), this
+                      details=details, fix=price_fix(price)), this
     summary = (f"${this['usd_per_1000_samples']:.4g} per 1,000 samples, "
                f"${this['usd_per_step']:.3g} per step at {thr['samples_per_s']:.1f} samples/s "
                f"and ${price.usd_per_hour:g}/h ({price.instance_type or 'given price'}, "
@@ -130,6 +129,16 @@ def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label:
                   observed={"usd_per_1000_samples": this["usd_per_1000_samples"]},
                   fix="price an instance type the release supports (--instance-type T)"
                   if price.warning else None), this
+
+
+def price_fix(price: Price) -> str:
+    """What to give for a price, from what was given: --instance-type only when no type is
+    known (a type given or found is not asked for again)."""
+    if price.instance_type:
+        return (f"give --price-per-hour X (the {price.instance_type} hourly price you pay), or "
+                f"--aws (the AWS Pricing API's on-demand price in {price.region})")
+    return ("give --price-per-hour X, --instance-type T (the price table) or --aws (the AWS "
+            "Pricing API)")
 
 
 def comparison_line(this: dict[str, Any], baseline: dict[str, Any],

@@ -340,3 +340,54 @@ def test_time_plot_boxes_lie_within_their_whiskers_and_ticks_are_labelled():
         for box, (_y, lo, hi) in zip(boxes, sorted(spans), strict=True):
             assert lo <= box.get_x() and box.get_x() + box.get_width() <= hi * (1 + 1e-9)
         assert len(labels) >= 3, labels
+
+
+# -- fix lines from the arguments given (item 11) -------------------------------------------------
+def test_the_cost_fix_never_asks_for_the_instance_type_given():
+    thr = {"samples_per_s": 100.0, "step_s": 0.32}
+    given = prices.Price(None, "trn2.48xlarge", "us-east-1", "table", note="unsourced")
+    res, _ = dist_command.cost_result(thr, given, False, "neuron x2", None)
+    assert res.fix and "--instance-type" not in res.fix and "trn2.48xlarge" in res.fix
+    none = prices.Price(None, None, "us-east-1", "none", note="no instance type")
+    res, _ = dist_command.cost_result(thr, none, False, "cpu", None)
+    assert res.fix and "--instance-type T" in res.fix
+
+
+def _inside(name: str):
+    import importlib.util
+    import sys
+
+    from tests.conftest import REPO
+
+    path = REPO / "neuron_env/inside" / f"{name}.py"
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"{name}_for_test", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def test_an_environment_import_failure_points_at_doctor_not_the_module():
+    hint = _inside("_trial_common").environment_hint
+    got = hint("RuntimeError: operator torchvision::nms does not exist", "/venv/bin/python")
+    assert got and "neuron-env doctor --python /venv/bin/python" in got
+    assert "torchvision::nms" in got and "fix the module" not in got
+    assert hint("NameError: name 'x' is not defined", "py") is None
+
+
+def test_no_torch_names_the_interpreter_and_the_rehearsal_venv(tmp_path):
+    from neuron_env.commands.trial import no_torch
+
+    failed = Result("trial.import", "trial", "fail", "import torch failed: ModuleNotFoundError: "
+                    "No module named 'torch'", fix="install torch into the target")
+    venv = tmp_path / "neuron-rehearsal"
+    got = no_torch(failed, "/usr/bin/python3", "PATH (python3)", str(venv))
+    assert "in /usr/bin/python3, chosen by PATH (python3)" in got.summary
+    assert got.fix and "neuron-env install --python /usr/bin/python3" in got.fix
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    got = no_torch(failed, "/usr/bin/python3", "PATH (python3)", str(venv))
+    assert got.fix and f"--python {venv}/bin/python" in got.fix
