@@ -47,7 +47,16 @@ def short(e):
     line = text[0] if text else ""
     if line.endswith(":") and len(text) > 1:
         line = "%s %s" % (line, text[1])
-    return "%s: %s" % (type(e).__name__, line[:400])
+    return "%s: %s" % (type(e).__name__, cut(line, 400))
+
+
+def cut(text, limit):
+    """At most `limit` characters, cut at a word boundary with "..." (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 3]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip(" ,;:") + "..."
 
 
 # torch's wrappers fold the real error into their message: "... got RuntimeError('expand: ...')"
@@ -68,7 +77,7 @@ def cause_of(e):
         text = str(x).strip()
         got = _GOT.search(text)
         if got:
-            return "%s: %s" % (got.group(1), got.group(3)[:400])
+            return "%s: %s" % (got.group(1), cut(got.group(3), 400))
         if text and not any(w in text.splitlines()[0] for w in _WRAPPERS):
             return short(x)
     return short(e)

@@ -391,3 +391,15 @@ def test_no_torch_names_the_interpreter_and_the_rehearsal_venv(tmp_path):
     (venv / "bin" / "python").write_text("")
     got = no_torch(failed, "/usr/bin/python3", "PATH (python3)", str(venv))
     assert got.fix and f"--python {venv}/bin/python" in got.fix
+
+
+def test_summaries_are_cut_at_a_word_never_inside_one():
+    from neuron_env.report.verdict import one_line
+    from neuron_env.util.text import cut
+
+    text = "trial.compile: aten::nonzero is not supported by the neuron compiler: its unsupported"
+    got = one_line(text, 80)
+    assert got.endswith("its…") and len(got) <= 80
+    assert cut("does not exist here", 8) == "does…"
+    assert cut("short", 80) == "short"
+    assert _inside("_trial_common").cut("x " * 300, 400).endswith("x...")
