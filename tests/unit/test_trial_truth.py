@@ -403,3 +403,21 @@ def test_summaries_are_cut_at_a_word_never_inside_one():
     assert cut("does not exist here", 8) == "does…"
     assert cut("short", 80) == "short"
     assert _inside("_trial_common").cut("x " * 300, 400).endswith("x...")
+
+
+def test_every_type_the_default_release_supports_has_a_row_that_says_what_is_known():
+    """Issue 48 item 2: a Trn2/Trn3 type the default release targets is in the table, with a
+    sourced price or, plainly, none known (and when it was searched for); never a made-up
+    figure, never 'not in the price table'."""
+    from neuron_env.matrix.catalog import select
+
+    m = select(None)
+    rows = prices.load_table()
+    for t in (t.name for f in m.instances for t in f.types):
+        row = prices.lookup(t, "us-east-1", rows)
+        assert row is not None, t
+        assert row.get("usd_per_hour") is not None or (
+            row["source"] == "unsourced" and "no AWS-published on-demand price" in row["note"])
+        price = prices.choose(None, t, "us-east-1", False)
+        assert price.warning is None and (price.usd_per_hour is not None or
+                                          "no sourced price" in (price.note or ""))
