@@ -119,13 +119,14 @@ def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label:
                f"and ${price.usd_per_hour:g}/h ({price.instance_type or 'given price'}, "
                f"{price.source}{': ' + price.reference if price.reference else ''})")
     if emulated:
-        summary = f"REHEARSAL, not a Trainium price: {summary}"
+        summary = (f"REHEARSAL, not a Trainium price (CPU throughput on the emulated device): "
+                   f"{summary}")
     if baseline is not None:
         summary += "; " + details["comparison"]["line"]
     if price.warning:
         summary += f"; {price.warning}"
     status = "warn" if price.warning else "pass"
-    return Result("trial.cost", "trial", status, summary + tag, details=details,
+    return Result("trial.cost", "trial", status, summary, details=details,
                   observed={"usd_per_1000_samples": this["usd_per_1000_samples"]},
                   fix="price an instance type the release supports (--instance-type T)"
                   if price.warning else None), this
