@@ -95,7 +95,7 @@ def drift_bars(d: dict[str, Any]) -> tuple[list[str], list[float], int | None, s
         return [], [], None, ""
     title = "largest abs error vs the CPU per module, over the whole step (outputs, gradients)"
     if first is not None:
-        title += f"; red: {first}, the first module out of tolerance"
+        title += f"\nred: {first}, the first module out of tolerance (its output)"
     return [m for m, _ in per], [e for _, e in per], 0 if first is not None else None, title
 
 

@@ -62,15 +62,23 @@ def _log_x(ax: Any) -> None:
 def bars(labels: Sequence[str], values: Sequence[float], *, title: str, xlabel: str,
          highlight: int | None = None, salt: str = "bars") -> str:
     """Horizontal bars, one per label, top to bottom in the given order; `highlight` (an index)
-    drawn in the fail colour."""
+    drawn in the fail colour. Values spanning more than 50x go on a log axis (a small
+    highlighted bar stays visible beside a large one)."""
     plt = _pyplot()
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.28 * max(len(labels), 1)))
+        fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.28 * max(len(labels), 1)))
         colours = [COLOURS["fail"] if i == highlight else COLOURS["other"]
                    for i in range(len(labels))]
+        positive = [v for v in values if v > 0]
+        wide = bool(positive) and max(positive) / min(positive) > 50
         ax.barh(range(len(labels)), values, color=colours)
         ax.set_yticks(range(len(labels)), [str(x) for x in labels])
+        if highlight is not None and 0 <= highlight < len(labels):
+            ax.get_yticklabels()[highlight].set_color(COLOURS["fail"])
         ax.invert_yaxis()
+        if wide:
+            _log_ticks(ax, positive + [min(positive) / 2])
+            xlabel += " (log scale)"
         ax.set_xlabel(xlabel)
         ax.set_title(title, loc="left")
         return _svg(fig, salt)
