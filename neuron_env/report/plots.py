@@ -77,7 +77,7 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, xlabel: 
             ax.get_yticklabels()[highlight].set_color(COLOURS["fail"])
         ax.invert_yaxis()
         if wide:
-            _log_ticks(ax, positive + [min(positive) / 2])
+            _log_ticks(ax, [*positive, min(positive) / 2])
             xlabel += " (log scale)"
         ax.set_xlabel(xlabel)
         ax.set_title(title, loc="left")
