@@ -421,3 +421,21 @@ def test_every_type_the_default_release_supports_has_a_row_that_says_what_is_kno
         price = prices.choose(None, t, "us-east-1", False)
         assert price.warning is None and (price.usd_per_hour is not None or
                                           "no sourced price" in (price.note or ""))
+
+
+def test_a_one_process_cost_carries_its_spread_and_says_when_it_is_noisy():
+    """Issue 49 section 4: two identical runs gave $0.3537 and $0.4632 per 1,000 samples; the
+    figure is a range, and a noisy run says so."""
+    from neuron_env.trial.cost import cost
+
+    ok = (Result("trial.eager", "trial", "pass", "ok"),)
+    price = prices.Price(3.6, None, "us-east-1", "flag", on_host=True)
+    steady = _timing([0.50, 0.51, 0.49, 0.50, 0.52, 0.50, 0.49, 0.51])
+    res = cost(ok, {"eager": steady}, 32, price, False, "cpu")
+    low, high = res.details["spread"]["usd_per_1000_samples_low"], \
+        res.details["spread"]["usd_per_1000_samples_high"]
+    assert low <= res.details["this"]["usd_per_1000_samples"] <= high
+    assert "per 1,000 samples" in res.summary and "NOISY" not in res.summary
+    spiky = _timing([0.50, 0.51, 0.49, 0.50, 7.5, 0.50, 0.49, 0.51])
+    res = cost(ok, {"eager": spiky}, 32, price, False, "cpu")
+    assert "NOISY" in res.summary and "--iterations" in res.summary
