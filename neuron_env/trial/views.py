@@ -32,7 +32,7 @@ def timing_rows(report: Report) -> list[list[str]]:
         sp = noise.spread(t)
         box = f"{_ms(sp['low_s'])}-{_ms(sp['high_s'])}" if sp else "-"
         rows.append([field(mode), _s(t.get("first_call_s")), _ms(t.get("median_s")), box,
-                     _ms(t.get("min_s")), _ms(t.get("max_s")), _ms(t.get("stdev_s")),
+                     f"{_ms(t.get('min_s'))}-{_ms(t.get('max_s'))}",
                      str(t.get("iterations", "-")), "NOISY" if sp and sp["noisy"] else
                      "ok" if sp else "-"])
     return rows
@@ -56,8 +56,7 @@ def timing_notes(report: Report) -> list[str]:
     return notes
 
 
-TIMING_HEAD = ["run", "first call s", "median ms", "q1-q3 ms", "min ms", "max ms", "stdev ms",
-               "iterations", "spread"]
+TIMING_HEAD = ["run", "first s", "median ms", "q1-q3 ms", "min-max ms", "n", "spread"]
 SHAPES_HEAD = ["shape", "compilations", "compile s", "steady ms", "error"]
 
 

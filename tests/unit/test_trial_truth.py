@@ -439,3 +439,11 @@ def test_a_one_process_cost_carries_its_spread_and_says_when_it_is_noisy():
     spiky = _timing([0.50, 0.51, 0.49, 0.50, 7.5, 0.50, 0.49, 0.51])
     res = cost(ok, {"eager": spiky}, 32, price, False, "cpu")
     assert "NOISY" in res.summary and "--iterations" in res.summary
+
+
+def test_the_timing_table_with_its_spread_fits_80_columns():
+    text = views.render_text(report_of(trial_doc()))
+    table = text[text.index("Timing ("):].split("\n\n")[0].splitlines()[1:4]
+    assert table[0].split() == ["run", "first", "s", "median", "ms", "q1-q3", "ms",
+                                "min-max", "ms", "n", "spread"]
+    assert all(len(ln) <= 80 for ln in table), table
