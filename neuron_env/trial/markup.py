@@ -8,7 +8,7 @@ import re
 from neuron_env.util.text import field
 
 ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "skip": "➖", "error": "💥"}
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>!|~])")  # what makes a link, image, tag, span
 
 
 def md(value: object) -> str:
