@@ -147,6 +147,9 @@ def comparison_line(this: dict[str, Any], baseline: dict[str, Any],
     """maths.verdict_line, said as what it is when either side is not a measurement of the
     instance it is priced as (an emulated run, a CPU run priced as a GPU instance)."""
     line = maths.verdict_line(this, baseline, ratios)
+    if ratios.get("cost_ratio") is not None or ratios.get("throughput_ratio") is not None:
+        line += ("; one run each, their spread not recorded (identical runs on a shared host "
+                 "can differ by a third): repeat both before deciding")
     off = [f"{x.get('label') or who} ({kind(x)})" for who, x in (("this run", this),
                                                                 ("the baseline", baseline))
            if kind(x) != "measured"]

@@ -447,3 +447,12 @@ def test_the_timing_table_with_its_spread_fits_80_columns():
     assert table[0].split() == ["run", "first", "s", "median", "ms", "q1-q3", "ms",
                                 "min-max", "ms", "n", "spread"]
     assert all(len(ln) <= 80 for ln in table), table
+
+
+def test_a_side_by_side_of_single_runs_says_so():
+    thr = {"samples_per_s": 100.0, "step_s": 0.32}
+    price = prices.Price(21.5, None, "us-east-1", "flag", on_host=True)
+    base = {"label": "cpu x2", "samples_per_s": 90.0, "usd_per_1000_samples": 0.07,
+            "on_host": True}
+    res, _ = dist_command.cost_result(thr, price, False, "cpu x2", base)
+    assert "one run each, their spread not recorded" in res.details["comparison"]["line"]
