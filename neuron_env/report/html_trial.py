@@ -115,12 +115,16 @@ def timing(report: Report) -> str:
         emu = "EMULATED device (CPU timings): " if _emulated(report) else ""
         out.append(plot(plots.ranges, rows, title=f"{emu}seconds per call: min–max whisker, "
                         "quartile box, median, first call", salt="timing"))
-        out.append(table(("run", "first call s", "median s", "min s", "max s", "stdev s",
-                          "iterations"),
+        from neuron_env.trial.noise import spread
+
+        boxes = {k: spread(v) or {} for k, v in rows}
+        out.append(table(("run", "first call s", "median s", "box from s", "box to s", "min s",
+                          "max s", "stdev s", "iterations"),
                          ((esc(k), num(v.get("first_call_s")), num(v.get("median_s")),
+                           num(boxes[k].get("low_s")), num(boxes[k].get("high_s")),
                            num(v.get("min_s")), num(v.get("max_s")), num(v.get("stdev_s")),
                            num(v.get("iterations"), "d")) for k, v in rows),
-                         numeric=(1, 2, 3, 4, 5, 6)))
+                         numeric=(1, 2, 3, 4, 5, 6, 7, 8)))
         out += _timing_notes(rows)
     shapes = (_details(report, "trial.shapes") or {}).get("rows")
     if isinstance(shapes, list) and shapes:
