@@ -145,7 +145,7 @@ def _timing_notes(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     for k, v in rows:
         sp = spread(v)
         if sp is not None and sp["noisy"]:
-            notes.append(f"{esc(k)}: {esc('; '.join(sp['warnings']))}")
+            notes.append(f"{esc(k)} is noisy: {esc('; '.join(sp['warnings']))}")
             worst = worst or sp
     if worst is not None:
         notes.append(esc(advice(worst)))

@@ -58,7 +58,7 @@ def spread(t: dict[str, Any]) -> dict[str, Any] | None:
     n = t.get("iterations") if isinstance(t.get("iterations"), int) else len(samples) or None
     warnings = []
     if cv > NOISY_CV:
-        warnings.append(f"noisy: stdev is {cv:.0%} of the median (over {NOISY_CV:.0%})")
+        warnings.append(f"stdev is {cv:.0%} of the median (over {NOISY_CV:.0%})")
     if ratio is not None and ratio > SLOW_MAX:
         warnings.append(f"the slowest iteration took {ratio:.1f}x the median")
     if out:

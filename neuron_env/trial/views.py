@@ -45,7 +45,7 @@ def timing_notes(report: Report) -> list[str]:
     for mode, t in _timings(report).items():
         sp = noise.spread(t)
         if sp and sp["noisy"]:
-            notes.append(f"{field(mode)}: {'; '.join(sp['warnings'])}")
+            notes.append(f"{field(mode)} is noisy: {'; '.join(sp['warnings'])}")
             worst = sp
     tm = _timings(report)
     words = noise.speed_words(tm.get("eager"), tm.get("compiled"))
