@@ -117,9 +117,17 @@ def choose(price_per_hour: float | None, instance_type: str | None, region: str 
 
     p = _choose(price_per_hour, instance_type, region, use_aws)
     on_host = p.on_host
-    if on_host is None:  # --instance-type given: is this host one?
-        on_host = p.instance_type is None or host_instance_type()[0] == p.instance_type
+    if on_host is None:  # --instance-type given: is this host one? (DMI only: no network)
+        on_host = p.instance_type is None or dmi_instance_type() == p.instance_type
     return replace(p, on_host=on_host, warning=unsupported(p.instance_type))
+
+
+def dmi_instance_type() -> str | None:
+    """This host's instance type as its DMI tables say (EC2 writes it there), else None."""
+    from neuron_env.probes.host import make_root, probe_dmi
+
+    dmi = probe_dmi(make_root(None))
+    return dmi.product_name.lower() if dmi.is_ec2 and dmi.product_name else None
 
 
 def _choose(price_per_hour: float | None, instance_type: str | None, region: str | None,
