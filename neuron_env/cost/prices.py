@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuron_env.errors import AwsError, UsageError
+from neuron_env.errors import AwsError, ConfigurationError, UsageError
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
 DEFAULT_REGION = "us-east-1"
@@ -45,7 +45,10 @@ def unsupported(instance_type: str | None) -> str | None:
 
     if not instance_type or not family_of(instance_type).startswith(("trn", "inf")):
         return None
-    m = select(None)
+    try:
+        m = select(None)
+    except ConfigurationError as e:  # a broken user matrix: the price stays, said unjudged
+        return f"{instance_type}: not judged against a matrix ({e})"
     fam, typ = m.instance_type(instance_type)
     if fam is not None and typ is not None:
         return None
