@@ -25,9 +25,11 @@ def summary_doc(rep) -> dict:
            "matrix": (rep.matrix or {}).get("release"), "instance": inst.get("type"),
            "instance_id": inst.get("instance_id"), "summary": rep.summary, "problems": [],
            "more_problems": 0}
+    from neuron_env.util.text import cut
+
     for width, count in ((300, 20), (120, 20), (120, 10), (60, 5), (0, 0)):
         doc["problems"] = [{"id": r.id, "status": r.status,
-                            "summary": redact.mask(r.summary)[:width]}
+                            "summary": cut(redact.mask(r.summary), width)}
                            for r in bad[:count]]
         doc["more_problems"] = len(bad) - len(doc["problems"])
         if len(encode(doc).encode()) <= SSM_STANDARD_MAX - 64:  # room for the instance id set later

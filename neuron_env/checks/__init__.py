@@ -61,8 +61,13 @@ def select(only: list[str], skip: list[str], extra_ids: list[str] | tuple[str, .
     ids += [i for i in extra_ids if i not in ids]
     for name in [*only, *skip]:
         if name not in ids and not any(i.startswith(name + ".") for i in ids):
+            import difflib  # (only for the message of a wrong name)
+
+            known = ids + sorted({i.partition(".")[0] for i in ids})
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            guess = f"did you mean {near[0]!r}? " if near else ""
             raise UsageError(f"unknown check id {name!r}",
-                             hint=f"known ids: {', '.join(ids)} (a category such as "
+                             hint=f"{guess}known ids: {', '.join(ids)} (a category such as "
                                   "'driver' selects all its checks)")
 
     def match(i: str, names: list[str]) -> bool:

@@ -58,7 +58,7 @@ def trial(started: Started, opts: TrialOptions, live=None,
             pending.discard()
     info = dict(tr.info)
     batch = info.pop("batch_size", None)
-    results = tr.results
+    results = tuple(no_torch(r, path, by) for r in tr.results)
     if price is not None:
         from neuron_env.trial.cost import cost
 
@@ -71,6 +71,28 @@ def trial(started: Started, opts: TrialOptions, live=None,
                   exit_code=exit_code(results),
                   extra={"elapsed_s": round(tr.elapsed, 3), "emulated": tr.emulated},
                   view=views.render_text, markdown=views.render_markdown)
+
+
+def no_torch(r, path: str, by: str, venv: str | None = None):
+    """trial.import failed: say which interpreter was tried (and why it was chosen) and, where
+    the rehearsal venv exists, that --python can point there."""
+    import os
+
+    from neuron_env.checks.fixes import REHEARSAL_VENV, REHEARSE
+    from neuron_env.util.record import replace
+
+    if r.id != "trial.import" or r.status != "fail":
+        return r
+    venv = venv or os.path.expanduser(REHEARSAL_VENV)
+    there = os.path.join(venv, "bin", "python")
+    summary = f"{r.summary} (in {path}, chosen by {by})"
+    if os.path.isfile(there) and os.path.realpath(there) != os.path.realpath(path):
+        fix = (f"torch is not installed in {path}; the rehearsal venv {venv} exists: "
+               f"rerun with --python {there}")
+    else:
+        fix = (f"install torch into {path}: neuron-env install --python {path}; or, without "
+               f"a Neuron device, rehearse: {REHEARSE}")
+    return replace(r, summary=summary, fix=fix)
 
 
 def distributed(python: str | None, opts: TrialOptions, dist_opts, cost_opts) -> Report:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuron_env.errors import AwsError, UsageError
+from neuron_env.errors import AwsError, ConfigurationError, UsageError
 
 TABLE = Path(__file__).resolve().parent.parent / "data" / "prices.toml"
 DEFAULT_REGION = "us-east-1"
@@ -27,11 +27,34 @@ class Price:
     source: str  # "flag", "table", "aws", "none"
     reference: str | None = None  # the table entry's source URL (and date), the API used
     note: str | None = None
+    on_host: bool | None = None  # the priced instance type is this host's (DMI/IMDS said so)
+    warning: str | None = None  # the priced type is not one the default matrix supports
 
     def as_dict(self) -> dict[str, Any]:
         return {"usd_per_hour": self.usd_per_hour, "instance_type": self.instance_type,
                 "region": self.region, "source": self.source, "reference": self.reference,
-                "note": self.note}
+                "note": self.note, "on_host": self.on_host, "warning": self.warning}
+
+
+def unsupported(instance_type: str | None) -> str | None:
+    """A warning when a Trainium/Inferentia type priced here is not one the default matrix
+    (the release doctor checks against) supports: the price is for hardware that release does
+    not run on (trn1 under Neuron 2.34). GPU and CPU types (a baseline) are not judged."""
+    from neuron_env.matrix.catalog import select
+    from neuron_env.matrix.model import family_of
+
+    if not instance_type or not family_of(instance_type).startswith(("trn", "inf")):
+        return None
+    try:
+        m = select(None)
+    except ConfigurationError as e:  # a broken user matrix: the price stays, said unjudged
+        return f"{instance_type}: not judged against a matrix ({e})"
+    fam, typ = m.instance_type(instance_type)
+    if fam is not None and typ is not None:
+        return None
+    known = ", ".join(t.name for f in m.instances for t in f.types) or "none"
+    return (f"{instance_type} is not an instance type Neuron {m.release} (the default matrix) "
+            f"supports ({known}): this prices hardware that release does not run on")
 
 
 def load_table(path: Path = TABLE) -> list[dict[str, Any]]:
@@ -91,6 +114,27 @@ def host_region(flag: str | None, on_ec2: bool) -> tuple[str, str]:
 
 def choose(price_per_hour: float | None, instance_type: str | None, region: str | None,
            use_aws: bool) -> Price:
+    """The price, with whether the priced type is this host's (`on_host`: a figure measured
+    here is a measurement of that instance only then) and a warning for an unsupported type."""
+    from dataclasses import replace
+
+    p = _choose(price_per_hour, instance_type, region, use_aws)
+    on_host = p.on_host
+    if on_host is None:  # --instance-type given: is this host one? (DMI only: no network)
+        on_host = p.instance_type is None or dmi_instance_type() == p.instance_type
+    return replace(p, on_host=on_host, warning=unsupported(p.instance_type))
+
+
+def dmi_instance_type() -> str | None:
+    """This host's instance type as its DMI tables say (EC2 writes it there), else None."""
+    from neuron_env.probes.host import make_root, probe_dmi
+
+    dmi = probe_dmi(make_root(None))
+    return dmi.product_name.lower() if dmi.is_ec2 and dmi.product_name else None
+
+
+def _choose(price_per_hour: float | None, instance_type: str | None, region: str | None,
+            use_aws: bool) -> Price:
     if price_per_hour is not None:
         if not (math.isfinite(price_per_hour) and price_per_hour >= 0):
             raise UsageError(f"--price-per-hour {price_per_hour}: a finite number >= 0 "
@@ -101,6 +145,18 @@ def choose(price_per_hour: float | None, instance_type: str | None, region: str 
     if not instance_type:
         instance_type, where = host_instance_type()
     reg, reg_from = host_region(region, where in ("dmi", "imds"))
+    if instance_type and where in ("dmi", "imds"):
+        return replace_on_host(_priced(instance_type, reg, reg_from, use_aws))
+    return _priced(instance_type, reg, reg_from, use_aws)
+
+
+def replace_on_host(p: Price) -> Price:
+    from dataclasses import replace
+
+    return replace(p, on_host=True)
+
+
+def _priced(instance_type: str | None, reg: str, reg_from: str, use_aws: bool) -> Price:
     if not instance_type:
         return Price(None, None, reg, "none", note="no instance type: not an EC2 host and no "
                      "--instance-type (give --price-per-hour X, or --instance-type T)")

@@ -18,6 +18,28 @@ def add(name, status, summary, **data):
     RESULTS.append(dict(name=name, status=status, summary=summary, **data))
 
 
+# an import that fails for one of these is the environment's fault, not the module's: a
+# companion built for another torch (torchvision's "operator torchvision::nms does not exist"),
+# a native library missing or from another build
+_ENVIRONMENT = (re.compile(r"operator \w+::\w+ does not exist"),
+                re.compile(r"undefined symbol"), re.compile(r"cannot open shared object file"),
+                re.compile(r"compiled (?:against|with) a different version"),
+                re.compile(r"GLIBC\w*_[\d.]+' not found"))
+
+
+def environment_hint(text, python):
+    """The fix for an import that failed because of the environment (see _ENVIRONMENT), else
+    None: point at doctor, which diagnoses it, never 'fix the module'."""
+    hit = next((ln for ln in text.splitlines() if any(rx.search(ln) for rx in _ENVIRONMENT)),
+               None)
+    if hit is None:
+        return None
+    return ("the environment, not your module: a package it imports does not match this "
+            "interpreter's torch or libraries (%s); run `neuron-env doctor --python %s`, which "
+            "checks torchvision/torchaudio against torch and names the fix" % (
+                hit.strip()[:200], python))
+
+
 def short(e):
     """Type: first line of the message; a first line that ends with ':' ("backend='neuron'
     raised:") is joined with the next one, which holds what it announces."""
@@ -25,7 +47,16 @@ def short(e):
     line = text[0] if text else ""
     if line.endswith(":") and len(text) > 1:
         line = "%s %s" % (line, text[1])
-    return "%s: %s" % (type(e).__name__, line[:400])
+    return "%s: %s" % (type(e).__name__, cut(line, 400))
+
+
+def cut(text, limit):
+    """At most `limit` characters, cut at a word boundary with "..." (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 3]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip(" ,;:") + "..."
 
 
 # torch's wrappers fold the real error into their message: "... got RuntimeError('expand: ...')"
@@ -46,7 +77,7 @@ def cause_of(e):
         text = str(x).strip()
         got = _GOT.search(text)
         if got:
-            return "%s: %s" % (got.group(1), got.group(3)[:400])
+            return "%s: %s" % (got.group(1), cut(got.group(3), 400))
         if text and not any(w in text.splitlines()[0] for w in _WRAPPERS):
             return short(x)
     return short(e)

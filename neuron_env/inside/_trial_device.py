@@ -103,11 +103,17 @@ def timed(torch, device, fn, n):
     return times
 
 
+MAX_SAMPLES = 1000  # every timed iteration is kept (the host judges spread and outliers)
+
+
 def stats(first, times):
+    q = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else (
+        [times[0]] * 3 if times else [None] * 3)
     return {"first_call_s": first, "iterations": len(times),
             "median_s": statistics.median(times) if times else None,
             "min_s": min(times) if times else None, "max_s": max(times) if times else None,
-            "stdev_s": statistics.pstdev(times) if len(times) > 1 else 0.0}
+            "stdev_s": statistics.pstdev(times) if len(times) > 1 else 0.0,
+            "q1_s": q[0], "q3_s": q[2], "samples_s": times[:MAX_SAMPLES]}
 
 
 def peak_bytes(t):

@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 
-from _trial_common import Usage, root_cause, short, tb_text
+from _trial_common import Usage, environment_hint, root_cause, short, tb_text
 
 PROTOCOL = ("MODEL must name a callable that takes no arguments and returns (model, "
             "example_inputs) or (model, example_inputs, loss_fn): model a torch.nn.Module, "
@@ -130,10 +130,12 @@ def import_callable(spec):
         where = ("%s:%d" % (tb[-1].filename, tb[-1].lineno)) if tb else target
         root = root_cause(e)
         cause = "; caused by %s" % short(root) if root is not e else ""
+        env = environment_hint("%s\n%s" % (short(e), short(root)), sys.executable)
         raise Usage("MODEL %r: importing %s raised %s (at %s)%s" % (spec, target, short(e),
                                                                      where, cause),
-                    "fix the module so that it imports in the target interpreter, or check the "
-                    "name (module:callable is imported from the current directory too)") from None
+                    env or "fix the module so that it imports in the target interpreter, or "
+                    "check the name (module:callable is imported from the current directory "
+                    "too)") from None
     fn = getattr(mod, attr, None)
     if fn is None or not callable(fn):
         raise Usage("MODEL %r: %s has no callable named %r" % (spec, target, attr), PROTOCOL)

@@ -130,5 +130,13 @@ def torch_hint(find_links: tuple[str, ...] | list[str], index_urls: tuple[str, .
                 f"wheel: add torch {wanted} wheels to the wheelhouse")
     say = "; ".join(f"{v} ({', '.join(where)})" for v, where in found.items())
     minors = sorted({".".join(v.split("+")[0].split(".")[:2]) for v in found}, reverse=True)
+    want_minor = ".".join(wanted.split("+")[0].split(".")[:2])
+    if want_minor in minors:  # the wanted torch line is there: never "choose --torch <it>"
+        exact = any(v.split("+")[0] == wanted.split("+")[0] for v in found)
+        if exact:
+            return (f"torch {wanted} is reachable offline ({say}): the resolution failed on "
+                    "another requirement (the installer's output names it)")
+        return (f"torch reachable offline: {say}; this release pins torch {wanted}: add "
+                f"torch {wanted} wheels to the wheelhouse")
     return (f"torch reachable offline: {say}; choose one with --torch "
             f"{' or --torch '.join(minors)}")

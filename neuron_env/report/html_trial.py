@@ -65,18 +65,38 @@ def drift(report: Report) -> str:
                        "(grey).</p>")
     elif isinstance(div, dict):
         out.append(f"<p>The per-module comparison did not run: {esc(div.get('why', ''))}</p>")
-    per = _per_module(d.get("mismatches") or [])
-    if per:
-        first = div.get("module") if isinstance(div, dict) else None
-        hi = next((i for i, (m, _) in enumerate(per) if m == first), None)
-        out.append(plot(plots.bars, [m for m, _ in per], [e for _, e in per],
-                        title="largest abs error vs the CPU, per module (its tensors)",
-                        xlabel="max abs error", highlight=hi, salt="drift"))
+    labels, values, hi, title = drift_bars(d)
+    if labels:
+        out.append(plot(plots.bars, labels, values, title=title, xlabel="max abs error",
+                        highlight=hi, salt="drift"))
         out.append(table(("module", "max abs error"), ((f"<code>{esc(m)}</code>", num(e))
-                                                        for m, e in per), numeric=(1,)))
+                                                        for m, e in zip(labels, values,
+                                                                        strict=True)),
+                         numeric=(1,)))
     elif d.get("ok") is not True and not isinstance(div, dict):
         out.append(NOT_RECORDED)
     return "".join(out)
+
+
+def drift_bars(d: dict[str, Any]) -> tuple[list[str], list[float], int | None, str]:
+    """(labels, values, highlighted index, title) of the per-module chart. It answers the
+    text's question first: the first module out of tolerance (in execution order) is the top
+    bar, in red, with its own output's error where its tensors are not among the worst ones;
+    then the other modules by their largest error over the whole step (gradients too)."""
+    per = _per_module(d.get("mismatches") or [])
+    div = d.get("first_divergence")
+    first = div.get("module") if isinstance(div, dict) and div.get("module") else None
+    if first is not None:
+        own = dict(per).get(str(first))
+        err = div.get("max_abs_error") if isinstance(div, dict) else None
+        value = max(x for x in (own, err, 0.0) if isinstance(x, int | float))
+        per = [(str(first), float(value))] + [(m, e) for m, e in per if m != str(first)]
+    if not per:
+        return [], [], None, ""
+    title = "largest abs error vs the CPU per module, over the whole step (outputs, gradients)"
+    if first is not None:
+        title += f"\nred: {first}, the first module out of tolerance (its output)"
+    return [m for m, _ in per], [e for _, e in per], 0 if first is not None else None, title
 
 
 def timing(report: Report) -> str:
@@ -92,18 +112,20 @@ def timing(report: Report) -> str:
     if not rows:
         out.append(NOT_RECORDED)
     else:
-        out.append(plot(plots.ranges, rows, title="seconds per call: min–max, median ± stdev, "
-                        "first call", salt="timing"))
-        out.append(table(("run", "first call s", "median s", "min s", "max s", "stdev s",
-                          "iterations"),
+        emu = "EMULATED device (CPU timings): " if _emulated(report) else ""
+        out.append(plot(plots.ranges, rows, title=f"{emu}seconds per call: min–max whisker, "
+                        "quartile box, median, first call", salt="timing"))
+        from neuron_env.trial.noise import spread
+
+        boxes = {k: spread(v) or {} for k, v in rows}
+        out.append(table(("run", "first call s", "median s", "box from s", "box to s", "min s",
+                          "max s", "stdev s", "iterations"),
                          ((esc(k), num(v.get("first_call_s")), num(v.get("median_s")),
+                           num(boxes[k].get("low_s")), num(boxes[k].get("high_s")),
                            num(v.get("min_s")), num(v.get("max_s")), num(v.get("stdev_s")),
                            num(v.get("iterations"), "d")) for k, v in rows),
-                         numeric=(1, 2, 3, 4, 5, 6)))
-    c = _details(report, "trial.compile") or {}
-    if isinstance(c.get("speedup"), int | float):
-        out.append(f"<p>Compiled steady state: {num(c['speedup'], '.3g')}× the eager speed "
-                   f"(eager median ÷ compiled median).</p>")
+                         numeric=(1, 2, 3, 4, 5, 6, 7, 8)))
+        out += _timing_notes(rows)
     shapes = (_details(report, "trial.shapes") or {}).get("rows")
     if isinstance(shapes, list) and shapes:
         out.append("<h3>Shape sweep</h3>" + table(
@@ -112,6 +134,29 @@ def timing(report: Report) -> str:
               num(r.get("compile_s")), num(r.get("steady_s")), esc(r.get("error") or ""))
              for r in shapes if isinstance(r, dict)), numeric=(1, 2, 3)))
     return "".join(out)
+
+
+def _timing_notes(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """What one run's spread says (trial/noise.py): noisy runs and what to do, and whether
+    compiled vs eager is distinguishable at all."""
+    from neuron_env.trial.noise import advice, speed_words, spread
+
+    out, notes, worst = [], [], None
+    for k, v in rows:
+        sp = spread(v)
+        if sp is not None and sp["noisy"]:
+            notes.append(f"{esc(k)} is noisy: {esc('; '.join(sp['warnings']))}")
+            worst = worst or sp
+    if worst is not None:
+        notes.append(esc(advice(worst)))
+    if notes:
+        out.append('<p class="muted">One run on this machine: ' + " · ".join(notes) + "</p>")
+    by = dict(rows)
+    words = speed_words(by.get("eager"), by.get("compiled"))
+    if words:
+        out.append(f"<p>{esc(words)} (eager median ÷ compiled median, judged against the "
+                   "spread of both runs).</p>")
+    return out
 
 
 def fallbacks(report: Report) -> str:
@@ -136,9 +181,28 @@ def fallbacks(report: Report) -> str:
         ops: list[Any] = o if isinstance(o, list) else []
         listed = ", ".join(f"<code>{esc(o)}</code>"
                            + (f" ×{esc(counts[o])}" if counts.get(o) else "") for o in ops)
+        if not reached(report, phase):
+            rows.append((esc(phase), '<span class="badge s-skip">not reached</span>',
+                         '<span class="muted">the phase did not complete (see its result above)'
+                         + (f"; before it stopped: {listed}" if listed else "") + "</span>"))
+            continue
         rows.append((esc(phase), badge("warn" if ops else "pass"),
                      listed or '<span class="muted">none: every op ran on the device</span>'))
     return "".join(out) + table(("phase", "", "ops that fell back to the CPU"), rows)
+
+
+def reached(report: Report, phase: str) -> bool:
+    """Whether a phase ran to its end: the compile phase only when trial.compile recorded its
+    timed run (a compile that failed stopped before it). A phase that did not complete is never
+    a pass. (The eager phases are recorded as each completes.)"""
+    if phase != "compile":
+        return True
+    c = next((r for r in report.results if r.id == "trial.compile"), None)
+    return c is not None and isinstance((c.details or {}).get("timing"), dict)
+
+
+def _emulated(report: Report) -> bool:
+    return bool((report.target or {}).get("emulated") or report.extra.get("emulated"))
 
 
 def _figures(x: Any) -> dict[str, Any] | None:
@@ -156,19 +220,28 @@ def cost(report: Report) -> str:
     runs = [("this run", this)]
     if (base := _figures((d or {}).get("baseline"))) is not None:
         runs.append(("baseline", base))
+    from neuron_env.trial.dist_command import kind
+
     fields = (("label", "label", None), ("instance type", "instance_type", None),
               ("samples/s", "samples_per_s", ".4g"), ("USD/hour", "usd_per_hour", ".4g"),
               ("USD per 1,000 samples", "usd_per_1000_samples", ".4g"),
               ("USD per step", "usd_per_step", ".3g"))
     out.append(table(("", *(esc(n) for n, _ in runs)),
-                     ((esc(name), *((num(f.get(key), fmt) if fmt else esc(f.get(key) or "–"))
-                                    for _, f in runs)) for name, key, fmt in fields),
+                     [*((esc(name), *((num(f.get(key), fmt) if fmt else esc(f.get(key) or "–"))
+                                      for _, f in runs)) for name, key, fmt in fields),
+                      ("what it is", *(esc(kind(f)) for _, f in runs))],
                      numeric=tuple(range(1, len(runs) + 1))))
     per = [(n, f["usd_per_1000_samples"]) for n, f in runs
            if isinstance(f.get("usd_per_1000_samples"), int | float)]
     if len(per) > 1:
+        kinds = [kind(f) for _, f in runs]
+        tag = "" if all(k == "measured" for k in kinds) else \
+            f"NOT A MEASUREMENT of the instances priced ({'; '.join(kinds)}): "
         out.append(plot(plots.bars, [n for n, _ in per], [v for _, v in per],
-                        title="USD per 1,000 samples", xlabel="USD", salt="cost"))
+                        title=f"{tag}USD per 1,000 samples", xlabel="USD", salt="cost"))
+    elif _emulated(report):
+        out.append('<p><b>REHEARSAL on the emulated device: CPU throughput and a price; not '
+                   "a Trainium result.</b></p>")
     comp = (d or {}).get("comparison")
     if isinstance(comp, dict) and comp.get("line"):
         out.append(f"<p>{esc(comp['line'])}</p>")

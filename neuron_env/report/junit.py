@@ -30,12 +30,16 @@ def _body(r: Result) -> str:
         if r.waiver else "") if x)
 
 
-def _case(ts: ET.Element, r: Result, strict: bool) -> bool:
-    """Add one testcase; True when it counts as a failure."""
+def _case(ts: ET.Element, r: Result, strict: bool, prefix: str = "") -> bool:
+    """Add one testcase; True when it counts as a failure. prefix: a trial's cases are named
+    `trial[<model>].<check>` (several models in one CI job never collide). `time` only where
+    the check's duration was measured (never a made-up 0)."""
     warn = r.status == "warn"
-    tc = ET.SubElement(ts, "testcase", classname=f"neuron-env.{r.category}",
-                       name=r.id + (" [WARN]" if warn else ""),
-                       time=f"{r.duration_s or 0:.6f}")
+    name = f"{prefix}.{r.id.partition('.')[2]}" if prefix else r.id
+    attrs = {"classname": f"neuron-env.{r.category}", "name": name + (" [WARN]" if warn else "")}
+    if r.duration_s is not None:
+        attrs["time"] = f"{r.duration_s:.6f}"
+    tc = ET.SubElement(ts, "testcase", attrs)
     props = ET.SubElement(tc, "properties")
     ET.SubElement(props, "property", name="status", value=r.status)
     if r.waiver:
@@ -62,11 +66,18 @@ def render(report: Report) -> str:
     ts = _suite(root, report.schema.split("/")[0], tests=str(len(report.results)),
                 errors=str(s["error"]), skipped=str(s["skip"]), time=f"{elapsed:.3f}")
     props = ET.SubElement(ts, "properties")
+    trial = report.schema.startswith("neuron-env.trial")
+    model = (report.target or {}).get("model") if trial else None
+    emulated = bool(report.extra.get("emulated") or (report.target or {}).get("emulated"))
     for k, v in (("matrix", (report.matrix or {}).get("release")),
                  ("tool_version", report.tool.get("version")), ("exit_code", report.exit_code),
-                 ("strict", strict), ("warnings", s["warn"])):
-        ET.SubElement(props, "property", name=k, value=str(v))
-    failures = sum(_case(ts, r, strict) for r in report.results)
+                 ("strict", strict), ("warnings", s["warn"]), ("model", model),
+                 ("rehearsal", "EMULATED device: every figure is a rehearsal on the CPU, not "
+                               "a Trainium measurement" if emulated else None)):
+        if v is not None:  # an unknown property is left out, never "None"
+            ET.SubElement(props, "property", name=k, value=str(v))
+    prefix = f"trial[{model}]" if trial and model else ""
+    failures = sum(_case(ts, r, strict, prefix) for r in report.results)
     ts.set("failures", str(failures))
     root.set("tests", str(len(report.results)))
     root.set("failures", str(failures))

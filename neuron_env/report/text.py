@@ -171,8 +171,10 @@ def next_steps(plan: list[Step]) -> list[str]:
 
 
 def matrix_line(m: dict[str, Any]) -> str:
-    """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…) /path/neuron-2.34.toml`"""
+    """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…)`, then its path on its own
+    indented line (a long path, one word, never makes the line wider than a terminal)."""
     facts = [m["origin"], m.get("date"),
              f"sha256 {m['sha256'][:12]}…" if m.get("sha256") else None]
-    return (f"matrix: Neuron {m.get('release')} ({', '.join(f for f in facts if f)}) "
-            f"{m.get('path') or m.get('source') or ''}").rstrip()
+    where = m.get("path") or m.get("source")
+    return (f"matrix: Neuron {m.get('release')} ({', '.join(f for f in facts if f)})"
+            + (f"\n  {field(where)}" if where else ""))

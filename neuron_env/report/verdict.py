@@ -68,10 +68,9 @@ def one_line(text: str, limit: int) -> str:
     """Masked for credentials FIRST (util/redact), then sanitised (util.text.clean: a node's
     ESC or CR never reaches a terminal, Slurm or NPD raw) and on one line, THEN cut to `limit`."""
     from neuron_env.util.redact import mask
-    from neuron_env.util.text import clean
+    from neuron_env.util.text import clean, cut
 
-    text = clean(" ".join(mask(str(text)).split()), one_line=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(clean(" ".join(mask(str(text)).split()), one_line=True), limit)
 
 
 def versions(doc: dict[str, Any]) -> dict[str, str | None]:

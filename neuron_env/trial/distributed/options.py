@@ -37,7 +37,8 @@ def validate(o: TrialOptions, d: DistOptions) -> None:
     bad = [f for f, on in (("--compile", o.compile), ("--shapes", o.shapes),
                            ("--batch-sizes", o.batch_sizes)) if on]
     if bad:
-        raise UsageError(f"--world-size: {', '.join(bad)} belong(s) to the one-process trial",
+        raise UsageError(f"--world-size: {', '.join(bad)} "
+                         f"{'belongs' if len(bad) == 1 else 'belong'} to the one-process trial",
                          hint="run those without --world-size")
 
 
