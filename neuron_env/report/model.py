@@ -27,6 +27,10 @@ CATEGORIES = {
     "collectives": "Collectives",
     "fleet": "Fleet",
 }
+# the emulated rehearsal on a host with no device: doctor's fix lines (checks/fixes.py) and the
+# text report's lead (report/text.py) say the same command, declared once, here below both
+REHEARSAL_VENV = "~/neuron-rehearsal"
+REHEARSE = f"neuron-env install --backend emulated --venv {REHEARSAL_VENV}"
 
 
 @record

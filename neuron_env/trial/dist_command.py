@@ -146,7 +146,7 @@ def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptio
 
 
 def _tool() -> dict[str, str]:
-    from neuron_env.commands import TOOL
+    from neuron_env.report.envelope import TOOL
 
     return TOOL
 

@@ -34,6 +34,18 @@ def _local_only(real):
     return connect
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _matplotlib_font_cache():
+    """matplotlib's first import on a cold font cache (a fresh MPLCONFIGDIR, a new CI runner)
+    runs `fc-list` to build it: a process the guard below refuses, so the HTML tests failed on
+    a first run and passed on the next. Build the cache once per session, before any guard
+    (session fixtures set up before function ones); without matplotlib, nothing to do."""
+    try:
+        import matplotlib.font_manager  # noqa: F401  (importing it builds the cache)
+    except ImportError:
+        pass
+
+
 @pytest.fixture(autouse=True)
 def _no_processes_no_network(monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse("start a process"))

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
+from neuron_emulator._env import env_flag
+
 DEFAULT_DIR = "/tmp/neuron_backend"  # the page's documented default
 _graphs = itertools.count()
 
 
 def _enabled() -> bool:
-    from neuron_emulator._compile import env_flag
-
     return env_flag("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", False)
 
 
