@@ -20,8 +20,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neuron_env.report.formats import DOCTOR, offered_by
+
 SCHEMA = "neuron-env.doctor/1"
-FORMATS = ("text", "json", "junit", "markdown", "nhc", "npd", "prometheus")  # cli.app.DoctorFmt
+FORMATS = offered_by(DOCTOR)  # THE format table (report/formats.py), as cli.app.DoctorFmt
 # flag -> parameter name, for flags that take one value
 VALUES = {"--matrix": "matrix", "--python": "python", "--root": "root",
           "--instance-type": "instance_type", "--format": "format",

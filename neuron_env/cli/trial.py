@@ -7,6 +7,7 @@ import typer
 from neuron_env.cli.app import (
     Device,
     Dtype,
+    TrialFmt,
     app,
     count,
     emit,
@@ -19,14 +20,6 @@ from neuron_env.cli.app import (
     seconds,
     tolerance,
 )
-
-
-class TrialFmt(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    html = "html"
 
 
 class Strategy(str, Enum):

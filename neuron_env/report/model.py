@@ -126,6 +126,7 @@ class Document:
     view: Callable[[dict[str, Any]], str]
     junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
+    sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""

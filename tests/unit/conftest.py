@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -40,10 +41,8 @@ def _matplotlib_font_cache():
     runs `fc-list` to build it: a process the guard below refuses, so the HTML tests failed on
     a first run and passed on the next. Build the cache once per session, before any guard
     (session fixtures set up before function ones); without matplotlib, nothing to do."""
-    try:
+    with contextlib.suppress(ImportError):
         import matplotlib.font_manager  # noqa: F401  (importing it builds the cache)
-    except ImportError:
-        pass
 
 
 @pytest.fixture(autouse=True)
