@@ -86,7 +86,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 # -- options shared by several commands -------------------------------------------------------
 def matrix_option(help: str = "A bundled release (2.34) or a TOML file/directory."):
-    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", metavar="RELEASE|PATH",
+    from neuron_env.commands.doctor_flags import ENVIRONMENT
+
+    return typer.Option(None, "--matrix", envvar=ENVIRONMENT["matrix"], metavar="RELEASE|PATH",
                         help=help)
 
 
@@ -102,7 +104,9 @@ def root_option(help: str = "Read host files under DIR (a mounted image)."):
 def index_option(name: str, from_env: bool):
     """--neuron-index-url / --pytorch-index-url. `from_env`: also read NEURON_ENV_*_INDEX_URL
     (never for rendered scripts, whose values must come from the command line only)."""
-    flag, env = f"--{name}-index-url", f"NEURON_ENV_{name.upper()}_INDEX_URL"
+    from neuron_env.commands.doctor_flags import ENVIRONMENT
+
+    flag, env = f"--{name}-index-url", ENVIRONMENT[f"{name}_index_url"]
     label = {"neuron": "Neuron", "pytorch": "PyTorch CPU"}[name]
     return typer.Option(None, flag, envvar=env if from_env else None, metavar="URL",
                         help=f"Mirror of the {label} index" + (f" (else ${env})." if from_env

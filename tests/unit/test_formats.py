@@ -40,8 +40,8 @@ def test_every_format_option_offers_exactly_its_row_of_the_table():
 
 
 def test_the_entry_and_the_renderer_read_the_table():
-    assert entry.FORMATS == formats.offered_by(formats.DOCTOR)
-    assert FORMATS == tuple(f.name for f in formats.FORMATS if f.report_file)
+    assert formats.offered_by(formats.DOCTOR) == entry.FORMATS
+    assert tuple(f.name for f in formats.FORMATS if f.report_file) == FORMATS
     assert set(RENDERERS) == {f.name for f in formats.FORMATS if f.renderer}
     for fmt, module in RENDERERS.items():  # each names a module that renders a report
         assert callable(importlib.import_module(f"neuron_env.report.{module}").render), fmt
