@@ -133,3 +133,19 @@ def test_typer_s_defaults_are_doctor_flags_defaults():
     for name, p in doctor_params().items():
         assert p.default in (getattr(doctor_flags.DEFAULT, name), None), name
         assert (p.envvar or None) == doctor_flags.ENVIRONMENT.get(name), name
+
+
+def test_trial_s_options_are_one_record_with_its_defaults():
+    """trial's command line is one TrialFlags (trial/options.py): every typer parameter is a
+    field, each default read from it (the model's from TrialOptions), none typed twice."""
+    from typer.main import get_command
+
+    from neuron_env.cli import register
+    from neuron_env.trial.options import TrialFlags, TrialOptions
+
+    params = {p.name: p for p in get_command(register()).commands["trial"].params}
+    fields = TrialFlags.__dataclass_fields__
+    assert set(params) == set(fields)
+    for name, p in params.items():
+        assert p.default in (getattr(TrialFlags, name, None), None), name
+    assert TrialFlags("m").options() == TrialOptions("m")
