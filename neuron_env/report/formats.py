@@ -2,8 +2,8 @@
 `--format` / `--report FORMAT:PATH` value, the module that renders it and the commands that
 offer it. Derived from it: the CLI's choice enums (`cli/app.py`), the typer-free entry's doctor
 formats (`entry.py`), the renderer's dispatch and `--report`'s formats (`report/render.py`).
-Plain data, no import beyond the standard library: the console entry reads it before anything
-else is loaded.
+Plain data (a `@record` per row, the doctor path's cheap value class): the console entry reads
+it before anything else is loaded.
 
 Adding a format: a row here, a module `neuron_env/report/<name>.py` with `render(report) -> str`
 (and `render_error(doc) -> str` when a failed run needs its own shape), or, for a format of a
@@ -12,7 +12,7 @@ gives it; see CONTRIBUTING.md ("Adding a report format")."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from neuron_env.util.record import record
 
 # who offers which formats: the `--format` choice sets of the commands
 ANY = "any"  # every command: text and JSON
@@ -23,7 +23,8 @@ TRIAL = "trial"
 GROUPS = (ANY, DOCTOR, SCAN, FLEET, TRIAL)
 
 
-class Format(NamedTuple):
+@record
+class Format:
     name: str
     offered_by: tuple[str, ...]  # GROUPS whose --format lists it (ANY: all of them)
     renderer: str | None = None  # the module in neuron_env/report/ whose render(report) speaks it
