@@ -92,3 +92,19 @@ def test_a_check_s_title_is_its_docstring_s_first_line(monkeypatch):
     assert (other(None, None, None).id, other(None, None, None).category) == ("os.other", "os")
     with pytest.raises(ValueError, match="registered twice"):
         registry.check("os.example", "os")(example)
+
+
+@pytest.mark.parametrize("which", ["healthy", "bare"])
+def test_every_result_carries_its_record_s_id_and_category(which):
+    """Results derive from the record: a check that returns another id, or types a category of
+    its own (a literal Result), fails here."""
+    from neuron_env.matrix import catalog
+    from tests.helpers.facts import host
+
+    facts = host() if which == "healthy" else host(instance=None, devices=0, module=None,
+                                                     apt={}, dpkg=False, arch=None)
+    by_id = {c.id: c for c in checks.registered()}
+    ids = [c.id for c in checks.registered() if c.fn]
+    results = checks.run_checks(facts, catalog.select("2.33"), checks.Context(), ids)
+    assert [r.id for r in results] == ids
+    assert all(r.category == by_id[r.id].category for r in results)
