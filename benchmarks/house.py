@@ -4,6 +4,9 @@ import arrows between the top-level packages of neuron_env, the ten longest func
     python benchmarks/house.py            # the figures
     python benchmarks/house.py --edges    # and every package -> package arrow
     python benchmarks/house.py DIR        # another checkout's neuron_env/
+    python benchmarks/house.py --layers [ROOT]  # the import graph of neuron_env/ and the
+        # emulator against the layer order (tests/helpers/imports.py): packages, arrows
+        # between them, upward ones, circles; ROOT: another checkout's repository root
 """
 
 from __future__ import annotations
@@ -56,7 +59,25 @@ def measure() -> tuple[int, set[tuple[str, str]], list[tuple[int, str]]]:
     return len(mods), edges, sorted(funcs, reverse=True)[:10]
 
 
+def layers() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.helpers import imports
+
+    root = Path(next((a for a in sys.argv[1:] if not a.startswith("-")),
+                     Path(__file__).resolve().parents[1]))
+    for k, v in imports.figures(root).items():
+        print(f"{k}: {v}")
+    arrows = imports.import_arrows(imports.sources(root))
+    for line in imports.upward(arrows):
+        print(f"  upward: {line}")
+    for circle in imports.import_circles(arrows):
+        print(f"  circle: {' '.join(circle)}")
+
+
 def main() -> None:
+    if "--layers" in sys.argv:
+        layers()
+        return
     n, edges, funcs = measure()
     print(f"modules: {n}")
     print(f"package -> package import arrows: {len(edges)}")

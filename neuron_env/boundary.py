@@ -73,10 +73,7 @@ def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = (
         text = f"internal error: {type(err).__name__}: {err}\n{tb}"
     if not getattr(err, "reports_written", False):
         write_error_reports(reports, schema, code, payload)
-    if fmt in ("nhc", "npd"):  # engines read one line on stdout, whatever happened
-        line = " ".join(redact.mask(f"ERROR: neuron-env: {payload['message']}").split())
-        sys.stdout.write(clean(line, one_line=True)[:120] + "\n")
-    elif fmt != "text":
+    if fmt != "text":  # the document the format speaks (an engine's one line: engine_line)
         sys.stdout.write(render_error(schema, code, payload, fmt))
     sys.stderr.write(clean(redact.text(f"neuron-env: {text}\n")))
     return code

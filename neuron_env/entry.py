@@ -20,8 +20,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neuron_env.commands.doctor_flags import ENVIRONMENT as SHARED_ENVIRONMENT
+from neuron_env.commands.doctor_flags import DoctorFlags, resolve
+from neuron_env.report.formats import DOCTOR, offered_by
+
 SCHEMA = "neuron-env.doctor/1"
-FORMATS = ("text", "json", "junit", "markdown", "nhc", "npd", "prometheus")  # cli.app.DoctorFmt
+FORMATS = offered_by(DOCTOR)  # THE format table (report/formats.py), as cli.app.DoctorFmt
 # flag -> parameter name, for flags that take one value
 VALUES = {"--matrix": "matrix", "--python": "python", "--root": "root",
           "--instance-type": "instance_type", "--format": "format",
@@ -30,14 +34,14 @@ REPEATED = {"--only": "only", "--skip": "skip"}  # flags that take one value eac
 SWITCHES = {"--strict": ("strict", True), "-v": ("verbose", True), "--verbose": ("verbose", True),
             "--all-packages": ("all_packages", True), "--expect-efa": ("expect_efa", True),
             "--no-expect-efa": ("expect_efa", False)}
-# parameter -> its environment variable (typer's envvar=; read when the flag is not given)
-ENVIRONMENT = {"matrix": "NEURON_ENV_MATRIX", "neuron_index_url": "NEURON_ENV_NEURON_INDEX_URL",
-               "pytorch_index_url": "NEURON_ENV_PYTORCH_INDEX_URL"}
+# parameter -> its environment variable (declared in commands/doctor_flags.py, as typer's
+# envvar=; read when the flag is not given)
+ENVIRONMENT = {k: v for k, v in SHARED_ENVIRONMENT.items() if k in (*VALUES.values(),)}
 
 
-def parse_doctor(argv: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any] | None:
-    """doctor's flags by parameter name (those given, and those an environment variable sets),
-    or None when the typer app must parse this command line."""
+def parse_doctor(argv: Sequence[str], environ: Mapping[str, str]) -> DoctorFlags | None:
+    """doctor's command line as DoctorFlags (the flags given, then the one precedence cascade:
+    environment variables, defaults), or None when the typer app must parse it."""
     if not argv or argv[0] != "doctor":
         return None
     flags: dict[str, Any] = {}
@@ -71,20 +75,16 @@ def parse_doctor(argv: Sequence[str], environ: Mapping[str, str]) -> dict[str, A
             flags[param] = value
     if flags.get("format", "text") not in FORMATS:
         return None  # typer names the choices
-    for name, var in ENVIRONMENT.items():
-        if name not in flags and environ.get(var):
-            flags[name] = environ[var]
-    return flags
+    return resolve(flags, environ)
 
 
-def run_doctor(flags: dict[str, Any]) -> int:
+def run_doctor(flags: DoctorFlags) -> int:
     """doctor for flags from parse_doctor, through the boundary; the exit code."""
     from neuron_env import boundary
     from neuron_env.commands import doctor_flags
 
-    fmt = flags.get("format", "text")
-    return boundary.run(lambda: doctor_flags.run(flags), fmt, SCHEMA,
-                        verbose=bool(flags.get("verbose")))
+    return boundary.run(lambda: doctor_flags.run(flags), flags.format, SCHEMA,
+                        verbose=flags.verbose)
 
 
 def main() -> None:

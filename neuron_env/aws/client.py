@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from neuron_env.errors import AwsError
+from neuron_env.probes.aws_facts import NeuronInfo
 
 
 def _client(service: str):
@@ -55,16 +55,6 @@ def _error_of(e) -> tuple[str, str]:
     message = " ".join(message.split())
     return code, message[:300] + ("…" if len(message) > 300 else "")
 
-
-@dataclass(frozen=True)
-class NeuronInfo:
-    instance_type: str
-    devices: int | None
-    cores_per_device: int | None
-    core_version: int | None
-    memory_per_device_mib: int | None
-    device_name: str | None
-    total_memory_mib: int | None
 
 
 def describe_neuron_info(instance_type: str) -> NeuronInfo | None:

@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from neuron_env.probes.aws_facts import AwsFacts
 from neuron_env.util import record as _rec
-from neuron_env.util.record import record
-
-if TYPE_CHECKING:
-    from neuron_env.aws.client import NeuronInfo
-
-
-@record
-class AwsFacts:
-    info: NeuronInfo | None = None
-    error: str | None = None
-    asked: bool = False
 
 
 def with_aws_facts(facts):

@@ -1,9 +1,13 @@
 """Pure checks: (facts, matrix, context) -> Result. Reports list them in category order
 (CATEGORIES in report/model.py), then in registration order; docs/doctor.md lists every check.
 
-A check registers with `@check(id, category)`; its Result may leave id and category out
-(`verdict(status, summary, ...)`): the registry fills them. `opt_in=True` checks (instance.aws)
-run only when the command asks for them (doctor --aws)."""
+A check is one registered record (`CheckInfo` in checks/registry.py: id, category, title,
+opt-in, docs) from which its results, `doctor --list-checks` and the docs table derive. A check
+registers with `@check(id, category)` (its title: the docstring's first line); its results come
+from `result(id, status, summary, ...)` (the category read from the record) or
+`verdict(status, summary, ...)` (the registry fills id and category). `opt_in=True` checks
+(instance.aws) and the device checks a command runs itself (checks/device.py: smoke.device,
+collectives.all_reduce) run only when the command asks for them (doctor --aws, --smoke)."""
 
 from __future__ import annotations
 
@@ -19,18 +23,27 @@ if TYPE_CHECKING:  # annotations only: doctor imports neither for the registry's
     from neuron_env.probes.facts import HostFacts
 
 
-from neuron_env.checks.registry import OPT_IN as OPT_IN
+from neuron_env.checks.registry import BY_ID as BY_ID
 from neuron_env.checks.registry import REGISTRY as REGISTRY
 from neuron_env.checks.registry import Check as Check
 from neuron_env.checks.registry import CheckFn as CheckFn
+from neuron_env.checks.registry import CheckInfo as CheckInfo
 from neuron_env.checks.registry import Context as Context
 from neuron_env.checks.registry import check as check
+from neuron_env.checks.registry import result as result
 from neuron_env.checks.registry import verdict as verdict
 
 
 def all_ids() -> list[str]:
+    """The checks doctor runs by default (every registered one but the opt-in)."""
+    return [c.id for c in registered() if not c.opt_in]
+
+
+def registered() -> list[CheckInfo]:
+    """Every check, opt-in ones included, in report order (THE list: --list-checks, the docs
+    table and the schemas' tests read it)."""
     _load()
-    return [i for i, _, _ in REGISTRY if i not in OPT_IN]
+    return list(REGISTRY)
 
 
 def _load() -> None:
@@ -40,6 +53,7 @@ def _load() -> None:
         cache,
         companions,
         container,
+        device,
         driver,
         host,
         lineage,
@@ -51,13 +65,13 @@ def _load() -> None:
 
     # report order is category order (instance, os, python, backend, driver), then definition
     order = list(CATEGORIES)
-    REGISTRY.sort(key=lambda e: order.index(e[1]) if e[1] in order else len(order))
+    REGISTRY.sort(key=lambda c: order.index(c.category) if c.category in order else len(order))
 
 
 def select(only: list[str], skip: list[str], extra_ids: list[str] | tuple[str, ...] = ()
            ) -> list[str]:
     ids = all_ids()
-    ids += [i for i, _, _ in REGISTRY if i in OPT_IN and i in extra_ids]
+    ids += [c.id for c in REGISTRY if c.opt_in and c.id in extra_ids]
     ids += [i for i in extra_ids if i not in ids]
     for name in [*only, *skip]:
         if name not in ids and not any(i.startswith(name + ".") for i in ids):
@@ -87,8 +101,9 @@ def run_checks(facts: HostFacts, matrix: Matrix, ctx: Context, ids: list[str]) -
     # per-family [[driver.apt]] rows: the checks see the row for this host's family
     matrix = matrix.for_family(family_of(facts.instance.type) if facts.instance.type else None)
     why = rehearsal.emulated(facts, matrix)
-    for id_, category, fn in REGISTRY:
-        if id_ not in ids:
+    for c in REGISTRY:
+        id_, category, fn = c.id, c.category, c.fn
+        if id_ not in ids or fn is None:  # fn None: its command runs it (checks/device.py)
             continue
         t0 = time.perf_counter()
         try:

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from neuron_env.probes.facts import HostFacts
 
 
-@check("instance.aws", "aws", opt_in=True)
+@check("instance.aws", "aws", opt_in=True, flag="--aws")
 def instance_aws(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """EC2 DescribeInstanceTypes agrees with the matrix."""
     a = facts.aws
     if a is None or not a.asked:
         return verdict("skip",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.matrix.overrides import expected_index_urls
 from neuron_env.report.model import Result
@@ -67,12 +67,13 @@ def install_fix(ctx: Context, facts: HostFacts, m: Matrix, torch_minor: str | No
 
 def _unusable(id_: str, facts: HostFacts) -> Result | None:
     if not facts.target.usable:
-        return Result(id_, "backend", "skip", "target interpreter unusable (see python.version)")
+        return result(id_, "skip", "target interpreter unusable (see python.version)")
     return None
 
 
 @check("backend.torch", "backend")
 def backend_torch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """torch is installed, a version the release pairs, the CPU build."""
     if (r := _unusable("backend.torch", facts)) is not None:
         return r
     t = facts.target
@@ -80,31 +81,31 @@ def backend_torch(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     pairs = [str(p.torch) for p in m.pairs_newest_first()]
     expected = " or ".join(f"torch {p}" for p in pairs)
     if torch is None:
-        return Result("backend.torch", "backend", "fail", f"torch is not installed in {t.path}",
+        return result("backend.torch", "fail", f"torch is not installed in {t.path}",
                       expected=expected, **install_fix(ctx, facts, m))
     try:
         v = Ver(torch.version)
     except ValueError:
-        return Result("backend.torch", "backend", "fail",
+        return result("backend.torch", "fail",
                       f"torch has an invalid version {torch.version!r}",
                       observed=torch.version, expected=expected, **install_fix(ctx, facts, m))
     match = next((p for p in m.pairs if v.public == str(p.torch) or
                   Ver(v.public) == p.torch), None)
     if match is None:
-        return Result("backend.torch", "backend", "fail",
+        return result("backend.torch", "fail",
                       f"torch {torch.version} is not paired by Neuron {m.release} "
                       f"(it pairs {', '.join(pairs)})", observed=torch.version,
                       expected=expected, **install_fix(ctx, facts, m))
     cuda = sorted(d.name for k, d in t.dists.items() if k.startswith("nvidia-") and "cu" in k)
     if (v.local and "cu" in v.local) or cuda:
-        return Result("backend.torch", "backend", "warn",
+        return result("backend.torch", "warn",
                       f"torch {torch.version} is a CUDA build"
                       + (f" ({len(cuda)} nvidia-* packages)" if cuda else "")
                       + ": the Neuron backend uses the CPU build", observed=torch.version,
                       expected=expected,
                       **install_fix(ctx, facts, m, match.torch_minor, lead="reinstall the CPU "
                                     f"build from {_index_url(m, 'torch')}: "))
-    return Result("backend.torch", "backend", "pass", f"torch {torch.version}",
+    return result("backend.torch", "pass", f"torch {torch.version}",
                   observed=torch.version, expected=expected)
 
 
@@ -115,6 +116,7 @@ def _index_url(m: Matrix, package: str) -> str:
 
 @check("backend.pairing", "backend")
 def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """torch-neuronx matches the installed torch."""
     if (r := _unusable("backend.pairing", facts)) is not None:
         return r
     t = facts.target
@@ -122,12 +124,12 @@ def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     families = " or ".join(f"torch-neuronx{fmt_spec(p.torch_neuronx)} with torch {p.torch}"
                            for p in m.pairs_newest_first())
     if nx is None:
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx is not installed in {t.path}", expected=families,
                       docs=m.doc("setup"), **install_fix(ctx, facts, m))
     observed = {"torch-neuronx": nx.version, "torch": torch.version if torch else None}
     if m.placeholder("torch-neuronx", nx.version) or nx.wrong_package_marker:
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {nx.version} is the public index's placeholder, not the "
                       "backend (see backend.origin)", observed=observed, expected=families,
                       **install_fix(ctx, facts, m))
@@ -135,7 +137,7 @@ def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if pair is None:
         return _unpaired(facts, m, ctx, nx.version, observed, families)
     if torch is None:
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {nx.version} needs torch {pair.torch}, and torch is not "
                       "installed", observed=observed, expected=families,
                       **install_fix(ctx, facts, m, pair.torch_minor))
@@ -144,11 +146,11 @@ def backend_pairing(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     except ValueError:
         tv = None
     if tv != pair.torch:
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {nx.version} needs torch {pair.torch}, found torch "
                       f"{torch.version}", observed=observed, expected=families,
                       **install_fix(ctx, facts, m, pair.torch_minor))
-    return Result("backend.pairing", "backend", "pass",
+    return result("backend.pairing", "pass",
                   f"torch-neuronx {nx.version} with torch {torch.version}",
                   observed=observed, expected=families)
 
@@ -179,12 +181,12 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
     if k is None:
         unknown = ("" if ctx.neuronx_releases is None else ", and no known matrix pairs it "
                    "(neuron-env matrix update may know a newer release)")
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {version} is not a Neuron {m.release} family{unknown}",
                       observed=observed, expected=families, **fix())
     if k.backend != m.backend:
         kind = "XLA-based" if k.backend == "xla" else "native"
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {version} is the {kind} torch-neuronx of Neuron "
                       f"{k.release} ({k.requirement}), not a Neuron {m.release} family: "
                       f"upgrade, or check against that release (--matrix {k.release})",
@@ -196,7 +198,7 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
     except ValueError:
         same_torch = False
     if not same_torch or fit is None:
-        return Result("backend.pairing", "backend", "fail",
+        return result("backend.pairing", "fail",
                       f"torch-neuronx {version} is Neuron {k.release}'s build and needs torch "
                       f"{k.torch}, found " + (f"torch {torch.version}" if torch else
                                               "no torch") + f" (Neuron {m.release} pairs "
@@ -207,12 +209,12 @@ def _unpaired(facts: HostFacts, m: Matrix, ctx: Context, version: str,
         line = (f"torch-neuronx {version} is Neuron {k.release}'s build, newer than the matrix "
                 f"checked (Neuron {m.release}): check against its release (--matrix "
                 f"{k.release})")
-        return Result("backend.pairing", "backend", "warn", line, observed=observed,
+        return result("backend.pairing", "warn", line, observed=observed,
                       expected=families, details={"built_by": k.release},
                       fix=f"neuron-env doctor --matrix {k.release}")
     lead = (f"upgrade to Neuron {m.release}'s torch-neuronx{fmt_spec(fit.torch_neuronx)} (or "
             f"keep {k.release}'s build and check with --matrix {k.release}): ")
-    return Result("backend.pairing", "backend", "warn",
+    return result("backend.pairing", "warn",
                   f"torch-neuronx {version} is Neuron {k.release}'s build (torch {k.torch}); "
                   f"Neuron {m.release} ships torch-neuronx{fmt_spec(fit.torch_neuronx)}",
                   observed=observed, expected=families, docs=m.doc("setup"),
@@ -258,13 +260,14 @@ def _recorded_origin(d: Dist, entry: dict[str, Any] | None, want: Index | None,
 
 @check("backend.origin", "backend")
 def backend_origin(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """no placeholder or foreign-index Neuron packages; the install finished."""
     if (r := _unusable("backend.origin", facts)) is not None:
         return r
     t = facts.target
     present = [d for n in (*NEURON_PACKAGES, "torch") if (d := t.dist(n))]
     neuron = [d for d in present if d.name.lower() != "torch"]
     if not neuron:
-        return Result("backend.origin", "backend", "skip", "no Neuron packages installed")
+        return result("backend.origin", "skip", "no Neuron packages installed")
     problems: list[str] = []
     notes: list[str] = []
     for d in neuron:
@@ -291,7 +294,7 @@ def backend_origin(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
            if problems else None)
     fix = (f"re-run the install (it repairs): {cmd}" if only_unfinished else cmd)
     if problems:
-        return Result("backend.origin", "backend", "fail", problems[0]
+        return result("backend.origin", "fail", problems[0]
                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
                       observed=observed, expected="packages from " + ", ".join(
                           f"{i.name} ({i.url})" for i in m.indexes),
@@ -303,20 +306,21 @@ def backend_origin(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
            "detection not recorded")
     mirror_only = notes and all("checked at install" in n for n in notes)
     if notes and not mirror_only:
-        return Result("backend.origin", "backend", "warn",
+        return result("backend.origin", "warn",
                       f"no placeholder packages; {notes[0]}", observed=observed,
                       details={"notes": notes}, **install_fix(ctx, facts, m))
-    return Result("backend.origin", "backend", "pass", f"no placeholder packages; {how}",
+    return result("backend.origin", "pass", f"no placeholder packages; {how}",
                   observed=observed, details={"notes": notes} if notes else None)
 
 
 @check("backend.tools", "backend")
 def backend_tools(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """neuronx-cc and nki are installed at the release's versions."""
     if (r := _unusable("backend.tools", facts)) is not None:
         return r
     t = facts.target
     if not m.companions:
-        return Result("backend.tools", "backend", "skip", "the matrix lists no companion tools")
+        return result("backend.tools", "skip", "the matrix lists no companion tools")
     found, problems = {}, []
     for c in m.companions:
         d = t.dist(c.name)
@@ -329,16 +333,18 @@ def backend_tools(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             problems.append(f"{c.name} {d.version} does not match {c.requirement}")
     expected = ", ".join(c.requirement for c in m.companions)
     if problems:
-        return Result("backend.tools", "backend", "fail", "; ".join(problems),
+        return result("backend.tools", "fail", "; ".join(problems),
                       observed=found, expected=expected, **install_fix(ctx, facts, m))
-    return Result("backend.tools", "backend", "pass",
+    return result("backend.tools", "pass",
                   ", ".join(f"{k} {v}" for k, v in found.items()), observed=found,
                   expected=expected)
 
 
 @check("backend.emulator", "backend")
 def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """The emulated backend is for rehearsal: say so loudly wherever it is installed; on a
+    """the CPU-emulated device is not mistaken for Trainium.
+
+    The emulated backend is for rehearsal: say so loudly wherever it is installed; on a
     Neuron instance (a host fact) it is a failure: it would hide the hardware's state."""
     from neuron_env.checks.rehearsal import neuron_instance
 
@@ -346,12 +352,12 @@ def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return r
     emu = facts.target.dist("neuron-emulator")
     if emu is None:
-        return Result("backend.emulator", "backend", "pass", "no emulated backend installed",
+        return result("backend.emulator", "pass", "no emulated backend installed",
                       observed={"neuron-emulator": None})
     uninstall = f"{shlex.quote(facts.target.path)} -m pip uninstall -y neuron-emulator"
     real = facts.target.dist("torch-neuronx")
     if real is not None and not m.placeholder(real.name, real.version):
-        return Result("backend.emulator", "backend", "fail",
+        return result("backend.emulator", "fail",
                       f"EMULATED backend neuron-emulator {emu.version} installed beside "
                       f"torch-neuronx {real.version}: the emulator refuses to load when a real "
                       "torch_neuronx is importable, but both claim the 'neuron' device and "
@@ -359,14 +365,14 @@ def backend_emulator(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       expected="torch-neuronx alone", fix=uninstall, fix_command=uninstall,
                       fix_safe=True)
     if (itype := neuron_instance(facts, m)) is not None:
-        return Result("backend.emulator", "backend", "fail",
+        return result("backend.emulator", "fail",
                       f"EMULATED backend neuron-emulator {emu.version} installed on a "
                       f"{itype}: a Neuron instance is judged by its hardware (the driver and "
                       "device checks run), and an emulator there hides a missing or broken "
                       "device from every workload; uninstall it", observed=emu.version,
                       expected="no emulator on a Neuron instance", fix=uninstall,
                       fix_command=uninstall, fix_safe=True)
-    return Result("backend.emulator", "backend", "warn",
+    return result("backend.emulator", "warn",
                   f"EMULATED neuron device (neuron-emulator {emu.version}): results come from "
                   "CPU emulation, not Trainium hardware", observed=emu.version,
                   details={"emulated": True})

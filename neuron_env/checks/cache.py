@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from neuron_env.checks.driver import _image
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -46,10 +46,11 @@ def _stale(c: CacheDir, cc_version: str | None) -> list[str]:
 
 @check("cache.compile", "cache")
 def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """compile cache/debug directories writable, with free space."""
     if facts.cache is None:
-        return Result("cache.compile", "cache", "skip", "cache directories not probed")
+        return result("cache.compile", "skip", "cache directories not probed")
     if _image(facts):
-        return Result("cache.compile", "cache", "skip",
+        return result("cache.compile", "skip",
                       "a mounted image: cache directories are checked on the running host")
     observed = {c.var: {"path": c.path, "from_env": c.from_env, "exists": c.exists,
                         "writable": c.writable, "free_gib": None if c.free_bytes is None
@@ -59,14 +60,14 @@ def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     docs = m.doc("compile_artifacts") or m.doc("env_vars")
     found = [p for c in facts.cache if (p := _dir_problem(c))]
     if found:
-        return Result("cache.compile", "cache", "fail", found[0][0] + (
+        return result("cache.compile", "fail", found[0][0] + (
             f" (+{len(found) - 1} more)" if len(found) > 1 else ""), observed=observed,
             fix=" ; ".join(f for _, f in found), docs=docs,
             details={"problems": [p for p, _ in found]})
     shared = [c for c in facts.cache if c.untrusted]
     if shared:  # util.trust: what another user can write there runs in this process
         c = shared[0]
-        return Result("cache.compile", "cache", "warn",
+        return result("cache.compile", "warn",
                       f"{c.path} ({c.var}) is {c.untrusted}: another user could plant "
                       "compiled programs there that run in your process", observed=observed,
                       fix=f"export {c.var}=$HOME/.cache/neuron-compile-cache (a cache of your "
@@ -86,9 +87,9 @@ def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             notes.append(f"{c.var} unset: its default ({c.path}) is not confirmed by the docs")
     if [n for n in notes if "confirmed" not in n]:
         real = [n for n in notes if "confirmed" not in n]
-        return Result("cache.compile", "cache", "warn", real[0], observed=observed,
+        return result("cache.compile", "warn", real[0], observed=observed,
                       fix="rm -rf the stale neuronxcc-<version> directories listed; keep the "
                           "cache on a disk with room", docs=docs, details={"notes": notes})
-    return Result("cache.compile", "cache", "pass",
+    return result("cache.compile", "pass",
                   ", ".join(f"{c.var} {c.path}" for c in facts.cache) + " writable",
                   observed=observed, details={"notes": notes} if notes else None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.matrix.model import family_of, fmt_spec
 from neuron_env.probes.companions import COMPANION_MODULES
 from neuron_env.report.model import Result
@@ -138,7 +138,7 @@ def _neuron_result(facts: Any, m: Any, problems: list[tuple[str, str]], observed
                      and any(t.dist(o) is not None for o in c.conflicts)), None)
     if conflict is None:
         docs = m.doc("torchao_neuron") or m.doc("setup")
-        return Result("backend.companions", "backend", status, summary, observed=observed,
+        return result("backend.companions", status, summary, observed=observed,
                       expected=expected, details=details, docs=docs)
     py = shlex.quote(t.path)
     idx = m.index_for(conflict.name)
@@ -147,7 +147,7 @@ def _neuron_result(facts: Any, m: Any, problems: list[tuple[str, str]], observed
            + f" && {py} -m pip install --force-reinstall --no-deps "
            + shlex.quote(conflict.requirement)
            + (f" --index-url {shlex.quote(url)}" if url else ""))
-    return Result("backend.companions", "backend", status, summary, observed=observed,
+    return result("backend.companions", status, summary, observed=observed,
                   expected=expected, details=details, docs=m.doc("torchao_neuron"),
                   fix=f"keep one provider of the module: {cmd}", fix_command=cmd,
                   fix_safe=True)
@@ -155,19 +155,20 @@ def _neuron_result(facts: Any, m: Any, problems: list[tuple[str, str]], observed
 
 @check("backend.companions", "backend")
 def backend_companions(facts: Any, m: Any, ctx: Any) -> Result:
+    """torchvision/torchaudio/torchao are builds for the installed torch."""
     t = facts.target
     if not t.usable:
-        return Result("backend.companions", "backend", "skip",
+        return result("backend.companions", "skip",
                       "target interpreter unusable (see python.version)")
     torch = t.dist("torch")
     present = [d for d in (t.dist(n) for n in _names(m)) if d is not None]
     if torch is None or not present:
-        return Result("backend.companions", "backend", "skip",
+        return result("backend.companions", "skip",
                       "no torch companion installed (" + ", ".join(_names(m)) + ")"
                       if torch is not None else "torch is not installed")
     tver = _ver(torch.version)
     if tver is None:
-        return Result("backend.companions", "backend", "skip",
+        return result("backend.companions", "skip",
                       f"torch {torch.version} is not a version neuron-env can compare")
     imports = getattr(facts, "companions", None)
     minor = f"{tver.major}.{tver.minor}"
@@ -193,7 +194,7 @@ def backend_companions(facts: Any, m: Any, ctx: Any) -> Result:
     if not problems:
         status = "warn" if details.get("probe") else "pass"
         extra = f"; {details['probe']}" if details.get("probe") else ""
-        return Result("backend.companions", "backend", status,
+        return result("backend.companions", status,
                       ", ".join(f"{d.name} {d.version}" for d in present)
                       + f" match torch {torch.version}{took}{extra}", observed=observed,
                       expected=expected, details=details)
@@ -206,10 +207,10 @@ def backend_companions(facts: Any, m: Any, ctx: Any) -> Result:
         cmd = fix_command(t.path, specs, url)
         where = f"from {url}" if url else "from PyPI"
         fix = f"install the builds for torch {torch.version} {where}: {cmd}"
-        return Result("backend.companions", "backend", status, summary + took,
+        return result("backend.companions", status, summary + took,
                       observed=observed, expected=expected, fix=fix, fix_command=cmd,
                       fix_safe=True, docs=DOCS, details=details)
-    return Result("backend.companions", "backend", status, summary + took, observed=observed,
+    return result("backend.companions", status, summary + took, observed=observed,
                   expected=expected, details=details, docs=DOCS,
                   fix=f"the matrix has no pairing for torch {minor}: install the companion "
                       f"build published for torch {torch.version} (see {DOCS})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.driver import parse_core_list
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -37,9 +37,10 @@ def _how_to_add(kind: str | None, devices: list[int]) -> str:
 
 @check("container.devices", "container")
 def container_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """inside a container: the /dev/neuron* nodes passed in."""
     c = facts.container
     if not c.in_container:
-        return Result("container.devices", "container", "skip", "not in a container")
+        return result("container.devices", "skip", "not in a container")
     nodes = sorted(int(n[6:]) for n in facts.driver.device_nodes)
     raw = facts.env.get("AWS_NEURON_VISIBLE_DEVICES")
     wanted, bad = _requested(raw)
@@ -48,17 +49,17 @@ def container_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                 "AWS_NEURON_VISIBLE_DEVICES": raw, "NEURON_RT_VISIBLE_CORES": cores_raw}
     where = f"this {c.kind or 'container'} ({', '.join(c.evidence)})"
     if bad:
-        return Result("container.devices", "container", "fail", bad, observed=observed,
+        return result("container.devices", "fail", bad, observed=observed,
                       fix="export AWS_NEURON_VISIBLE_DEVICES=0-3 (or ALL)")
     if wanted is not None and not set(wanted) <= set(nodes):
         missing = sorted(set(wanted) - set(nodes))
-        return Result("container.devices", "container", "fail",
+        return result("container.devices", "fail",
                       f"AWS_NEURON_VISIBLE_DEVICES={raw} but /dev/neuron"
                       f"{', /dev/neuron'.join(map(str, missing))} not in {where}: the variable "
                       "alone passes nothing without the Neuron OCI hook", observed=observed,
                       fix=_how_to_add(c.kind, missing))
     if not nodes:
-        return Result("container.devices", "container", "fail",
+        return result("container.devices", "fail",
                       f"no /dev/neuron* nodes in {where}", observed=observed,
                       fix=_how_to_add(c.kind, []))
     return _cores_fit(facts, m, observed, nodes, cores_raw, where)
@@ -73,9 +74,9 @@ def _cores_fit(facts: HostFacts, m: Matrix, observed: dict[str, Any], nodes: Any
     cores = parse_core_list(cores_raw) if cores_raw else None
     if cores and per and max(cores) >= len(nodes) * per:
         need = max(cores) // per + 1
-        return Result("container.devices", "container", "fail",
+        return result("container.devices", "fail",
                       f"NEURON_RT_VISIBLE_CORES={cores_raw} needs {need} device(s); "
                       f"{where} has {len(nodes)}", observed=observed,
                       fix=_how_to_add(facts.container.kind, list(range(need))))
-    return Result("container.devices", "container", "pass",
+    return result("container.devices", "pass",
                   f"{len(nodes)} Neuron device node(s) passed into {where}", observed=observed)

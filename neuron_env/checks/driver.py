@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks import fixes, pkgfix
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result 
     if old:
         how = f"left {d.states['aws-neuron-dkms']}" if "aws-neuron-dkms" in d.states \
             else "installed"
-        return Result("driver.module", "driver", "fail",
+        return result("driver.module", "fail",
                       f"the old aws-neuron-dkms {old} is {how}; it conflicts with "
                       "aws-neuronx-dkms (which supports every instance type, Inf1 included)",
                       observed=observed,
@@ -84,7 +84,7 @@ def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result 
                            + pkgfix.install(facts, m, ["aws-neuronx-dkms"], headers=True)),
                       fix_command=cmd, docs=docs)
     if (state := d.states.get("aws-neuronx-dkms")) is not None:
-        return Result("driver.module", "driver", "fail",
+        return result("driver.module", "fail",
                       f"aws-neuronx-dkms {d.versions.get('aws-neuronx-dkms', '')} is "
                       f"{state}: its install did not finish (see driver.states)",
                       observed={**observed, "state": state}, docs=docs,
@@ -94,6 +94,7 @@ def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result 
 
 @check("driver.module", "driver")
 def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """the neuron kernel module is loaded (aws-neuronx-dkms)."""
     d = facts.driver
     dkms = d.packages.get("aws-neuronx-dkms")
     observed = {"module_version": d.module_version, "aws-neuronx-dkms": dkms}
@@ -106,34 +107,34 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         # A build host or a mounted image: the module cannot be loaded here; judge the package.
         where = "the image" if image else "this build host"
         if dkms:
-            return Result("driver.module", "driver", "pass",
+            return result("driver.module", "pass",
                           f"aws-neuronx-dkms {dkms} installed in {where} (loading not checked: "
                           f"{'mounted image' if image else 'assumed instance type'})",
                           observed=observed, expected=pin)
         if not d.manager:
-            return Result("driver.module", "driver", "skip",
+            return result("driver.module", "skip",
                           d.no_dpkg(f"no dpkg status in {where}: the driver package "
                                     "cannot be checked"))
-        return Result("driver.module", "driver", "fail",
+        return result("driver.module", "fail",
                       f"aws-neuronx-dkms is not installed in {where}", observed=observed,
                       docs=docs, **apt_fix(facts, m))
     why = _not_neuron_host(facts, m)
     if why and not d.module_version and not dkms:
-        return Result("driver.module", "driver", "skip", f"{why}: no Neuron driver expected")
+        return result("driver.module", "skip", f"{why}: no Neuron driver expected")
     if d.module_version:
         extra = f" (aws-neuronx-dkms {dkms})" if dkms else ""
         if pin and dkms and dkms.split("-")[0] != pin:
-            return Result("driver.module", "driver", "warn",
+            return result("driver.module", "warn",
                           f"neuron module {d.module_version} loaded, but aws-neuronx-dkms "
                           f"{dkms} differs from the release's {pin}", observed=observed,
                           expected=pin, fix_command=(cmd := pkgfix.install(
                               facts, m, ["aws-neuronx-dkms"])),
                           fix=cmd)
-        return Result("driver.module", "driver", "pass",
+        return result("driver.module", "pass",
                       f"neuron module {d.module_version} loaded{extra}", observed=observed,
                       expected=pin)
     if dkms:
-        return Result("driver.module", "driver", "fail",
+        return result("driver.module", "fail",
                       f"aws-neuronx-dkms {dkms} is installed but the neuron module is not "
                       "loaded", observed=observed,
                       fix=(cmd := 'sudo modprobe neuron || { ' + rebuild_dkms_cmd(facts)
@@ -141,27 +142,28 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                       fix_command=cmd, docs=docs)
     if d.manager is None and (tree := _tree_version(facts, "aws-neuronx")):
         why = d.no_dpkg("no package database")
-        return Result("driver.module", "driver", "fail",
+        return result("driver.module", "fail",
                       f"aws-neuronx-dkms {tree} is in the DKMS tree ({why}) but the neuron "
                       "module is not loaded (see driver.dkms)", observed=observed, docs=docs,
                       fix=(cmd := rebuild_dkms_cmd(facts)), fix_command=cmd)
-    return Result("driver.module", "driver", "fail",
+    return result("driver.module", "fail",
                   "the Neuron driver is not installed (no neuron module, no aws-neuronx-dkms)",
                   observed=observed, docs=docs, **apt_fix(facts, m))
 
 
 @check("driver.packages", "driver")
 def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """the release's apt packages are installed."""
     d = facts.driver
     if not m.driver.apt:
-        return Result("driver.packages", "driver", "skip", "the matrix lists no apt packages")
+        return result("driver.packages", "skip", "the matrix lists no apt packages")
     if not d.manager:
-        return Result("driver.packages", "driver", "skip",
+        return result("driver.packages", "skip",
                       d.no_dpkg("no dpkg status (var/lib/dpkg/status): not a Debian/Ubuntu "
                                 "system"))
     why = _not_neuron_host(facts, m)
     if why and not d.packages:
-        return Result("driver.packages", "driver", "skip", f"{why}: no Neuron packages expected")
+        return result("driver.packages", "skip", f"{why}: no Neuron packages expected")
     missing: list[str] = []
     differ: list[str] = []
     half: list[str] = []  # left half-done by dpkg: named so, not "missing"
@@ -177,34 +179,35 @@ def driver_packages(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     expected = {a.name: a.version or "any" for a in m.driver.apt}
     tail = f"; {'; '.join(half)} (see driver.states)" if half else ""
     if missing:
-        return Result("driver.packages", "driver", "warn",
+        return result("driver.packages", "warn",
                       f"missing {'rpm' if d.manager == 'rpm' else 'apt'} packages: "
                       f"{', '.join(missing)}{tail}", observed=observed,
                       expected=expected, **apt_fix(facts, m, missing))
     differ += [h + " (see driver.states)" for h in half]
     if differ:
-        return Result("driver.packages", "driver", "warn",
+        return result("driver.packages", "warn",
                       f"versions differ from the release: {'; '.join(differ)}",
                       observed=observed, expected=expected)
-    return Result("driver.packages", "driver", "pass",
+    return result("driver.packages", "pass",
                   ", ".join(f"{k} {v}" for k, v in observed.items()), observed=observed,
                   expected=expected)
 
 
 @check("driver.devices", "driver")
 def driver_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """/dev/neuron* nodes and neuron-ls agree with the instance type."""
     d, inst = facts.driver, facts.instance
     if inst.assumed:
-        return Result("driver.devices", "driver", "skip",
+        return result("driver.devices", "skip",
                       f"instance type assumed ({inst.type}): devices of the target cannot be "
                       "seen from this host")
     if _image(facts):
-        return Result("driver.devices", "driver", "skip",
+        return result("driver.devices", "skip",
                       f"{facts.root.path} has no sys/: a mounted image shows no devices")
     why = _not_neuron_host(facts, m)
     nodes = len(d.device_nodes)
     if why and nodes == 0:
-        return Result("driver.devices", "driver", "skip", f"{why}: no Neuron devices expected")
+        return result("driver.devices", "skip", f"{why}: no Neuron devices expected")
     typ = m.instance_type(inst.type)[1] if inst.type else None
     expected = typ.devices if typ else None
     nls = facts.neuron_ls
@@ -214,28 +217,28 @@ def driver_devices(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                 "cores": [x.core_count for x in d.sysfs_devices] or None}
     note = f"; neuron-ls: {nls.error}" if nls and nls.error and nls.path else ""
     if nodes == 0:
-        return Result("driver.devices", "driver", "fail",
+        return result("driver.devices", "fail",
                       "no Neuron devices visible (/dev/neuron* missing)"
                       + (f" on {inst.type}, which should have {expected}" if expected else "")
                       + note, observed=observed, expected=expected,
                       fix="load the driver (sudo modprobe neuron) and check that this is a "
                           "Trn2/Trn3 instance; inside a container pass --device=/dev/neuron0 …")
     if expected is not None and nodes != expected:
-        return Result("driver.devices", "driver", "fail",
+        return result("driver.devices", "fail",
                       f"{nodes} of {expected} Neuron devices visible on {inst.type}{note}",
                       observed=observed, expected=expected,
                       fix="check 'neuron-ls' and dmesg for devices that failed to initialise; "
                           "a container may have been given only some /dev/neuron* nodes")
     if listed is not None and listed != nodes:
-        return Result("driver.devices", "driver", "warn",
+        return result("driver.devices", "warn",
                       f"{nodes} device nodes but neuron-ls lists {listed}", observed=observed,
                       expected=expected)
     if nls and nls.error and nls.path:
-        return Result("driver.devices", "driver", "warn",
+        return result("driver.devices", "warn",
                       f"{nodes} Neuron device{'s' if nodes != 1 else ''} visible{note}",
                       observed=observed, expected=expected,
                       fix="reinstall aws-neuronx-tools; if neuron-ls hangs, check dmesg")
-    return Result("driver.devices", "driver", "pass",
+    return result("driver.devices", "pass",
                   f"{nodes} Neuron device{'s' if nodes != 1 else ''} visible"
                   + (f" (as expected for {inst.type})" if expected else ""),
                   observed=observed, expected=expected)
@@ -276,7 +279,7 @@ def _legacy_result(facts: HostFacts, m: Matrix) -> Result | None:
     legacy = [n for n in LEGACY if n in d.packages]
     if not legacy:
         return None
-    return Result("driver.versions", "driver", "fail",
+    return result("driver.versions", "fail",
                   f"legacy non-x package(s) installed: {', '.join(legacy)} (they conflict with "
                   "the aws-neuronx-* packages: 'Unable to determine Neuron Driver version', "
                   "runtime compatibility-id errors)",
@@ -331,15 +334,16 @@ def _loaded_vs_installed(facts: HostFacts) -> str | None:
 
 @check("driver.versions", "driver")
 def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """aws-neuronx dkms/runtime/collectives/tools vs the release."""
     d = facts.driver
     if not d.manager:
-        return Result("driver.versions", "driver", "skip",
+        return result("driver.versions", "skip",
                       d.no_dpkg("no dpkg status: package versions cannot be compared"))
     if (r := _legacy_result(facts, m)) is not None:
         return r
     present = {n: d.packages.get(n) for n in STACK}
     if not any(present.values()):
-        return Result("driver.versions", "driver", "skip",
+        return result("driver.versions", "skip",
                       "no aws-neuronx packages installed (see driver.packages)")
     expected = {n: _apt_version(m, n) for n in STACK}
     observed = {**present, "module_version": d.module_version}
@@ -354,7 +358,7 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                 "or reboot)")
     if fails or hard:
         probs = fails + hard
-        return Result("driver.versions", "driver", "fail", probs[0] + (
+        return result("driver.versions", "fail", probs[0] + (
             f" (+{len(probs) - 1} more)" if len(probs) > 1 else ""), observed=observed,
             expected=expected, fix=fix, fix_command=cmd,
             docs=m.doc("runtime_notes") or m.doc("setup"),
@@ -362,11 +366,11 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if soft:
         srcs = {a.source for n in STACK if (a := m.apt(n)) and not a.confirmed}
         where = ", ".join(s.url for x in sorted(filter(None, srcs)) if (s := m.source_by_id(x)))
-        return Result("driver.versions", "driver", "warn",
+        return result("driver.versions", "warn",
                       f"differs from Neuron {m.release}'s component versions (not confirmed as "
                       f"apt pins): {'; '.join(soft)}", observed=observed, expected=expected,
                       fix=fix, fix_command=cmd, docs=where or m.doc("release_notes"))
-    return Result("driver.versions", "driver", "pass",
+    return result("driver.versions", "pass",
                   "driver, runtime, collectives and tools in step"
                   + (f" with Neuron {m.release}" if any(expected.values()) else ""),
                   observed=observed, expected=expected)
@@ -427,12 +431,13 @@ def _expected_logical(typ: InstanceType | None, lnc: int | None) -> int | None:
 
 @check("driver.cores", "driver")
 def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """logical NeuronCores vs neuron-ls; stale core holders."""
     if facts.instance.assumed or _image(facts):
-        return Result("driver.cores", "driver", "skip",
+        return result("driver.cores", "skip",
                       "NeuronCores of the target cannot be seen from this host or image")
     why = _not_neuron_host(facts, m)
     if why and not facts.driver.device_nodes:
-        return Result("driver.cores", "driver", "skip", f"{why}: no NeuronCores expected")
+        return result("driver.cores", "skip", f"{why}: no NeuronCores expected")
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     lnc, lnc_from, bad_lnc = _lnc(facts, typ)
     expected = _expected_logical(typ, lnc)
@@ -462,7 +467,7 @@ def driver_cores(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     problems += stale
     fixes += hfix
     if problems:
-        return Result("driver.cores", "driver", "fail", problems[0] + (
+        return result("driver.cores", "fail", problems[0] + (
             f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""), observed=observed,
             expected=expected, fix="; ".join(fixes), docs=docs,
             details={"problems": problems})
@@ -494,7 +499,7 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
     if seen is None:
         why = ("no Neuron device visible" if not nodes else _uncounted(facts, phys, lnc))
         exp = f": {expected} logical NeuronCores expected{at}" if expected else ""
-        return Result("driver.cores", "driver", "skip" if not nodes else "warn",
+        return result("driver.cores", "skip" if not nodes else "warn",
                       f"{why}{exp}, none seen (see driver.devices)", observed=observed,
                       expected=expected)
     n = len(visible) if visible else seen
@@ -502,13 +507,13 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
     if visible:
         what += " (NEURON_RT_VISIBLE_CORES)"
     if expected is not None and seen != expected:
-        return Result("driver.cores", "driver", "warn",
+        return result("driver.cores", "warn",
                       f"{src} shows {seen} logical cores; {facts.instance.type} at "
                       f"LNC={lnc} should have {expected}", observed=observed,
                       expected=expected, fix="check dmesg and neuron-ls for cores that failed "
                       "to initialise", docs=docs)
     if busy:
-        return Result("driver.cores", "driver", "warn",
+        return result("driver.cores", "warn",
                       f"{what}; in use by {len(busy)} process(es): {busy[0]}",
                       observed=observed, expected=expected,
                       fix="a job started now fails with 'NeuronCore(s) not available' unless "
@@ -516,5 +521,5 @@ def _cores_verdict(facts: HostFacts, observed: dict[str, Any], expected: int | N
                           "should not be running", docs=docs, details={"holders": busy})
     held = ", none held" if facts.neuron_ls is not None else " (holders not listed: no neuron-ls)"
     what += "" if src == "neuron-ls" else f" (from {len(nodes)} devices' sysfs core counts)"
-    return Result("driver.cores", "driver", "pass", what + held, observed=observed,
+    return result("driver.cores", "pass", what + held, observed=observed,
                   expected=expected)

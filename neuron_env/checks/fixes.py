@@ -7,6 +7,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from neuron_env.matrix.model import fmt_spec
+from neuron_env.report.model import REHEARSE
 from neuron_env.util.render import sh
 
 if TYPE_CHECKING:
@@ -116,8 +117,6 @@ def install_refusal(facts: HostFacts, m: Matrix, python_version: str,
     return None
 
 
-REHEARSAL_VENV = "~/neuron-rehearsal"
-REHEARSE = f"neuron-env install --backend emulated --venv {REHEARSAL_VENV}"
 
 
 def get_python(facts: HostFacts, m: Matrix, ctx: Context) -> tuple[str, str | None]:

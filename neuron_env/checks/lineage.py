@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.backend import install_cmd
 from neuron_env.checks.driver import _not_neuron_host, base_version, minor
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import Result
 from neuron_env.util.versions import Ver
@@ -75,13 +75,14 @@ def _native_release(ctx: Context) -> str:
 
 @check("backend.lineage", "backend")
 def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """no XLA-era torch-neuronx or torch_xla beside the native backend."""
     t = facts.target
     if not t.usable:
-        return Result("backend.lineage", "backend", "skip",
+        return result("backend.lineage", "skip",
                       "target interpreter unusable (see python.version)")
     nx = t.dist("torch-neuronx")
     if nx and m.placeholder(nx.name, nx.version):
-        return Result("backend.lineage", "backend", "skip",
+        return result("backend.lineage", "skip",
                       "torch-neuronx is the public placeholder (see backend.origin)")
     xla = [d for n in XLA_DISTS if (d := t.dist(n))]
     observed = {"torch-neuronx": nx.version if nx else None,
@@ -89,12 +90,12 @@ def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     docs = m.doc("troubleshooting") or m.doc("setup")
     if m.backend == "xla":
         if nx and backend_of(nx.version, m, ctx) == "native":
-            return Result("backend.lineage", "backend", "fail",
+            return result("backend.lineage", "fail",
                           f"torch-neuronx {nx.version} is the native backend, but Neuron "
                           f"{m.release} is an XLA-based release", observed=observed,
                           fix="check against the native release: neuron-env doctor --matrix "
                               + _native_release(ctx), docs=docs)
-        return Result("backend.lineage", "backend", "pass" if nx else "skip",
+        return result("backend.lineage", "pass" if nx else "skip",
                       f"XLA-based torch-neuronx {nx.version}" if nx else
                       "torch-neuronx not installed (see backend.pairing)", observed=observed)
     problems = _native_problems(t, nx, m, ctx)
@@ -105,44 +106,45 @@ def backend_lineage(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                            else set()))
         fix = (f"{_python(ctx, facts)} -m pip uninstall -y {' '.join(remove)} && "
                + install_cmd(ctx, facts))
-        return Result("backend.lineage", "backend", "fail", problems[0] + (
+        return result("backend.lineage", "fail", problems[0] + (
             f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""), observed=observed,
             expected="the native torch-neuronx ("
                      + " / ".join(fmt_spec(p.torch_neuronx) for p in m.pairs_newest_first())
                      + ") and no torch-xla or libneuronxla", fix=fix, docs=docs,
             details={"problems": problems})
     if nx is None:
-        return Result("backend.lineage", "backend", "skip",
+        return result("backend.lineage", "skip",
                       "torch-neuronx not installed (see backend.pairing)")
-    return Result("backend.lineage", "backend", "pass",
+    return result("backend.lineage", "pass",
                   f"native torch-neuronx {nx.version}; no XLA-era packages", observed=observed)
 
 
 @check("backend.collectives", "backend")
 def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """aws-neuronx-collectives present and matching the release."""
     d = facts.driver
     name = "aws-neuronx-collectives"
     if not d.manager:
-        return Result("backend.collectives", "backend", "skip",
+        return result("backend.collectives", "skip",
                       d.no_dpkg("no dpkg status: the collectives package cannot be checked"))
     why = _not_neuron_host(facts, m)
     have, want = d.packages.get(name), m.apt(name)
     pin = want.version if want and want.version else None
     if why and not have:
-        return Result("backend.collectives", "backend", "skip", f"{why}: not needed here")
+        return result("backend.collectives", "skip", f"{why}: not needed here")
     observed = {name: have, "aws-neuronx-runtime-lib": d.packages.get("aws-neuronx-runtime-lib")}
     from neuron_env.checks.tools import package_fix
 
     fix, fix_cmd = package_fix(facts, m, [name])  # no apt-get where no Neuron repository (#44)
     docs = m.doc("runtime_notes") or m.doc("setup")
     if not have:
-        return Result("backend.collectives", "backend", "fail",
+        return result("backend.collectives", "fail",
                       f"{name} is not installed: torch.distributed with the 'neuron' backend "
                       "(DDP, FSDP2, more than one NeuronCore) needs it", observed=observed,
                       expected=pin, fix=fix, fix_command=fix_cmd, docs=docs)
     rt = observed["aws-neuronx-runtime-lib"]
     if rt and minor(rt) != minor(have):
-        return Result("backend.collectives", "backend", "fail",
+        return result("backend.collectives", "fail",
                       f"{name} {base_version(have)} does not match aws-neuronx-runtime-lib "
                       f"{base_version(rt)} (different releases)", observed=observed,
                       expected=pin, docs=docs,
@@ -151,9 +153,9 @@ def backend_collectives(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     if pin and base_version(have) != pin:
         confirmed = want is not None and want.confirmed
         level = "fail" if confirmed and minor(have) != minor(pin) else "warn"
-        return Result("backend.collectives", "backend", level,
+        return result("backend.collectives", level,
                       f"{name} {base_version(have)}; Neuron {m.release} ships {pin}"
                       + ("" if confirmed else " (component version, not a confirmed pin)"),
                       observed=observed, expected=pin, fix=fix, fix_command=fix_cmd, docs=docs)
-    return Result("backend.collectives", "backend", "pass", f"{name} {base_version(have)}",
+    return result("backend.collectives", "pass", f"{name} {base_version(have)}",
                   observed=observed, expected=pin)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.driver import _image
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -47,16 +47,17 @@ def multi_node_intent(facts: Any, ctx: Any) -> str | None:
 def _missing(summary: str, intent: str | None, **kw: Any) -> Result:
     """No EFA at all: a failure with a multi-node intent, else a warning saying when it matters."""
     if intent is None:
-        return Result("net.efa", "net", "warn", f"{summary}; {WHEN} (doctor --expect-efa makes "
+        return result("net.efa", "warn", f"{summary}; {WHEN} (doctor --expect-efa makes "
                       "this a failure)", **kw)
-    return Result("net.efa", "net", "fail", f"{summary} (multi-node intent: {intent})", **kw)
+    return result("net.efa", "fail", f"{summary} (multi-node intent: {intent})", **kw)
 
 
 @check("net.efa", "net")
 def net_efa(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """EFA devices and the libfabric efa provider, where the type has EFA."""
     typ = m.instance_type(facts.instance.type)[1] if facts.instance.type else None
     if (why := _skip(facts, typ)) is not None:
-        return Result("net.efa", "net", "skip", why)
+        return result("net.efa", "skip", why)
     e, c = facts.efa, facts.container
     intent = multi_node_intent(facts, ctx)
     observed = {"ib_devices": list(e.ib_devices), "uverbs": list(e.uverbs),
@@ -75,7 +76,7 @@ def net_efa(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                         fix="launch with EFA network interfaces (InterfaceType=efa) and install "
                             "the EFA driver (aws-efa-installer)", docs=EFA_DOCS)
     if not e.uverbs:
-        return Result("net.efa", "net", "fail",
+        return result("net.efa", "fail",
                       f"{len(e.ib_devices)} EFA device(s) but no /dev/infiniband/uverbs* nodes",
                       observed=observed, fix="sudo modprobe ib_uverbs (or reinstall the EFA "
                       "driver with aws-efa-installer)", docs=EFA_DOCS)
@@ -85,11 +86,11 @@ def net_efa(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 def _provider(e: Any, observed: dict[str, Any]) -> Result:
     n = len(e.uverbs)
     if e.fi_info_path and (e.fi_info_error or not e.fi_info_providers):
-        return Result("net.efa", "net", "fail",
+        return result("net.efa", "fail",
                       f"{n} uverbs node(s), but libfabric reports no efa provider"
                       + (f": {e.fi_info_error}" if e.fi_info_error else ""), observed=observed,
                       fix="reinstall libfabric with the EFA installer (aws-efa-installer)",
                       docs=EFA_DOCS)
     tail = (f"; fi_info: {e.fi_info_providers} efa provider entries" if e.fi_info_path else
             "; fi_info not found (libfabric provider not checked)")
-    return Result("net.efa", "net", "pass", f"{n} EFA uverbs node(s){tail}", observed=observed)
+    return result("net.efa", "pass", f"{n} EFA uverbs node(s){tail}", observed=observed)

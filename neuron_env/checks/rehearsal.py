@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from neuron_env.checks.registry import result
 from neuron_env.report.model import Result
 
 if TYPE_CHECKING:
@@ -107,10 +108,10 @@ def _python(facts: HostFacts, why: str) -> Result:
     ok = Spec(REQUIRES_PYTHON).contains(t.version or "", prereleases=True)
     where = f"{t.path} ({'venv' if t.venv else 'not a venv'}, chosen by {t.chosen_by})"
     if ok:
-        return Result("python.version", "python", "pass",
+        return result("python.version", "pass",
                       f"Python {t.version} at {where}: fine for the emulator "
                       f"({REQUIRES_PYTHON}; {why})", observed=observed, expected=REQUIRES_PYTHON)
-    return Result("python.version", "python", "fail",
+    return result("python.version", "fail",
                   f"Python {t.version} at {where} is outside the emulator's {REQUIRES_PYTHON}",
                   observed=observed, expected=REQUIRES_PYTHON,
                   fix="make the rehearsal venv on a newer Python: neuron-env install "

@@ -56,7 +56,7 @@ def inf1_fix() -> dict[str, Any]:
 
 @check("backend.torch_neuron", "backend")
 def backend_torch_neuron(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """An Inf1 torch-neuron environment is named as such, not repaired with torch-neuronx."""
+    """an Inf1 torch-neuron environment is named, not repaired with torch-neuronx."""
     t = facts.target
     if not t.usable:
         return verdict("skip", "target interpreter unusable (see python.version)")
@@ -130,7 +130,7 @@ def pip_fix(m: Matrix, ctx: Context, facts: HostFacts, pins: list[str]) -> str:
 
 @check("backend.stack", "backend")
 def backend_stack(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """The release's own Python stack (libneuronxla, torch-xla, ...) at the versions it ships."""
+    """libneuronxla, torch-xla and the release's libraries at its versions."""
     t = facts.target
     if not t.usable:
         return verdict("skip", "target interpreter unusable (see python.version)")
@@ -234,7 +234,7 @@ def _pin_problems(t: Any) -> tuple[list[tuple[str, str, str]], dict[str, Any], d
 
 @check("backend.pins", "backend")
 def backend_pins(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """numpy and optimum within the ranges the installed Neuron packages declare."""
+    """numpy, optimum within the ranges the installed Neuron packages declare."""
     t = facts.target
     if not t.usable:
         return verdict("skip", "target interpreter unusable (see python.version)")

@@ -45,7 +45,7 @@ def _dpkg_fix(facts: HostFacts, m: Matrix, states: dict[str, str]) -> str:
 
 @check("driver.states", "driver")
 def driver_states(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """Neuron packages the package manager left half-done (dpkg iF/iU/iH, rpm duplicates)."""
+    """no Neuron package left half-done (dpkg iF/iU/iH, rpm duplicates)."""
     d = facts.driver
     if not d.dpkg_present and d.rpm.present:
         return _rpm_states(facts, m)
@@ -103,7 +103,7 @@ def _installed_driver(facts: HostFacts) -> tuple[str, str] | None:
 
 @check("driver.dkms", "driver")
 def driver_dkms(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """The driver's DKMS module is built and installed for the running kernel."""
+    """the DKMS driver is built and installed for the running kernel."""
     k, drv = facts.kernel, _installed_driver(facts)
     if facts.container.in_container:
         return verdict("skip", "in a container: the driver is built on the host "
@@ -144,7 +144,7 @@ def driver_dkms(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 
 @check("container.driver", "container")
 def container_driver(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """No Neuron driver package or module inside a container: it belongs on the host."""
+    """no driver package inside a container (it belongs on the host)."""
     if not facts.container.in_container:
         return verdict("skip", "not in a container")
     d, k = facts.driver, facts.kernel
@@ -198,7 +198,7 @@ def _fmt(v: int | None, unit: str = "") -> str:
 
 @check("os.limits", "os")
 def os_limits(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """Open-file and locked-memory limits a multi-rank (and EFA) job inherits."""
+    """open-file and locked-memory limits for N ranks (and EFA)."""
     lim = facts.limits
     if lim.source is None:
         return verdict("skip", "the job's limits are not known here (under --root: no "
@@ -233,7 +233,7 @@ def os_limits(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 
 @check("os.libs", "os")
 def os_libs(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
-    """The shared libraries neuronx-cc's compiled modules load are on the library path."""
+    """the shared libraries neuronx-cc's compiled modules need are present."""
     libs = facts.libs
     if libs is None:
         return verdict("skip", "neuronx-cc is not installed in the target")

@@ -8,7 +8,7 @@ from neuron_env.checks import fixes as _fixes
 from neuron_env.checks import pkgfix
 from neuron_env.checks.driver import _not_neuron_host, apt_fix
 from neuron_env.checks.fixes import apt_get_install
-from neuron_env.checks.registry import check
+from neuron_env.checks.registry import check, result
 from neuron_env.probes.tools import NEURON_BIN
 from neuron_env.report.model import Result
 
@@ -51,13 +51,14 @@ def _system(t: ToolsFacts, d: DriverFacts) -> tuple[list[str], list[str]]:
 
 @check("tools.path", "tools")
 def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """neuron-ls, neuron-top, neuronx-cc reachable on PATH."""
     t, d = facts.tools, facts.driver
     if t is None:
-        return Result("tools.path", "tools", "skip", "tools not probed")
+        return result("tools.path", "skip", "tools not probed")
     why = _not_neuron_host(facts, m)
     tools_pkg = d.packages.get("aws-neuronx-tools")
     if why and not tools_pkg and not any(t.on_path.values()):
-        return Result("tools.path", "tools", "skip", f"{why}: no Neuron tools expected")
+        return result("tools.path", "skip", f"{why}: no Neuron tools expected")
     off_path, missing = _system(t, d)
     observed = {"on_path": t.on_path, "in_" + NEURON_BIN: t.in_neuron_bin,
                 "in_venv": {k: v for k, v in t.in_venv.items() if v}}
@@ -85,16 +86,16 @@ def tools_path(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         elif facts.target.usable and facts.target.dist("neuronx-cc") is None:
             cc_note = "neuronx-cc is not installed (see backend.tools)"
     if problems:
-        return Result("tools.path", "tools", "fail", "; ".join(problems + ([off] if off else [])),
+        return result("tools.path", "fail", "; ".join(problems + ([off] if off else [])),
                       observed=observed, fix="; ".join(fixes + ([off_fix] if off else [])),
                       docs=m.doc("install_troubleshooting"), fix_command=fix_cmd,
                       details={"neuronx-cc": cc_note} if cc_note else None)
     if off:
-        return Result("tools.path", "tools", "warn", off + (f"; {cc_note}" if cc_note else ""),
+        return result("tools.path", "warn", off + (f"; {cc_note}" if cc_note else ""),
                       observed=observed, fix=off_fix, docs=m.doc("install_troubleshooting"))
     if cc_note:
-        return Result("tools.path", "tools", "warn", f"neuron-ls, neuron-top on PATH; {cc_note}",
+        return result("tools.path", "warn", f"neuron-ls, neuron-top on PATH; {cc_note}",
                       observed=observed, fix="source <venv>/bin/activate, or put the venv's "
                       "bin/ on PATH")
-    return Result("tools.path", "tools", "pass", "neuron-ls, neuron-top and neuronx-cc on PATH",
+    return result("tools.path", "pass", "neuron-ls, neuron-top and neuronx-cc on PATH",
                   observed=observed)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import typer
 
@@ -34,11 +34,6 @@ matrix_app = typer.Typer(no_args_is_help=True, help="The version matrices. List,
 app.add_typer(matrix_app, name="matrix")
 
 
-class Fmt(str, Enum):
-    text = "text"
-    json = "json"
-
-
 class Device(str, Enum):  # a str Enum: typer shows the values in --help, refuses others (2)
     neuron = "neuron"
     cpu = "cpu"
@@ -50,14 +45,31 @@ class Dtype(str, Enum):  # smoke's and trial's
     bfloat16 = "bfloat16"
 
 
-class DoctorFmt(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    nhc = "nhc"
-    npd = "npd"
-    prometheus = "prometheus"
+def format_choices(name: str, group: str) -> type[Enum]:
+    """A command group's `--format` choices as the str Enum typer lists and checks, derived
+    from THE format table (report/formats.py: a new format is a row there, not a member
+    here)."""
+    from neuron_env.report.formats import offered_by
+
+    choices = Enum(name, [(f, f) for f in offered_by(group)], type=str)  # type: ignore[misc]
+    return cast("type[Enum]", choices)
+
+
+if TYPE_CHECKING:  # what the type checker sees: a str Enum (members: the table's, at run time)
+    class _Formats(str, Enum):
+        text = "text"
+
+    Fmt = _Formats
+    DoctorFmt = _Formats
+    ScanFmt = _Formats
+    FleetFmt = _Formats
+    TrialFmt = _Formats
+else:
+    Fmt = format_choices("Fmt", "any")  # every command: text, json
+    DoctorFmt = format_choices("DoctorFmt", "doctor")  # doctor, collectives
+    ScanFmt = format_choices("ScanFmt", "scan")
+    FleetFmt = format_choices("FleetFmt", "fleet")
+    TrialFmt = format_choices("TrialFmt", "trial")
 
 
 def _version(value: bool) -> None:
@@ -74,7 +86,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 # -- options shared by several commands -------------------------------------------------------
 def matrix_option(help: str = "A bundled release (2.34) or a TOML file/directory."):
-    return typer.Option(None, "--matrix", envvar="NEURON_ENV_MATRIX", metavar="RELEASE|PATH",
+    from neuron_env.commands.doctor_flags import ENVIRONMENT
+
+    return typer.Option(None, "--matrix", envvar=ENVIRONMENT["matrix"], metavar="RELEASE|PATH",
                         help=help)
 
 
@@ -90,7 +104,9 @@ def root_option(help: str = "Read host files under DIR (a mounted image)."):
 def index_option(name: str, from_env: bool):
     """--neuron-index-url / --pytorch-index-url. `from_env`: also read NEURON_ENV_*_INDEX_URL
     (never for rendered scripts, whose values must come from the command line only)."""
-    flag, env = f"--{name}-index-url", f"NEURON_ENV_{name.upper()}_INDEX_URL"
+    from neuron_env.commands.doctor_flags import ENVIRONMENT
+
+    flag, env = f"--{name}-index-url", ENVIRONMENT[f"{name}_index_url"]
     label = {"neuron": "Neuron", "pytorch": "PyTorch CPU"}[name]
     return typer.Option(None, flag, envvar=env if from_env else None, metavar="URL",
                         help=f"Mirror of the {label} index" + (f" (else ${env})." if from_env

@@ -1,22 +1,14 @@
 """`neuron-env fleet doctor|report`: flags -> commands.fleet -> the boundary."""
 
-from enum import Enum
 
 import typer
 
-from neuron_env.cli.app import app, emit, positive, seconds
+from neuron_env.cli.app import FleetFmt, app, emit, positive, seconds
 
 fleet_app = typer.Typer(no_args_is_help=True, help="Validate many nodes. Run doctor through SSM "
                         "Run Command, or aggregate doctor reports gathered any way.")
 app.add_typer(fleet_app, name="fleet")
 SCHEMA = "neuron-env.fleet/1"
-
-
-class FleetFmt(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    html = "html"
 
 
 @fleet_app.command("doctor")

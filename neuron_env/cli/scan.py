@@ -5,13 +5,7 @@ from enum import Enum
 
 import typer
 
-from neuron_env.cli.app import app, emit, output_path, positive, split
-
-
-class ScanFmt(str, Enum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
+from neuron_env.cli.app import ScanFmt, app, emit, output_path, positive, split
 
 
 class Severity(str, Enum):
@@ -63,9 +57,8 @@ def scan(
         doc = cmd.run(paths or [], matrix=matrix, select=split(select), ignore=split(ignore),
                       fail_on=fail_on.value, exit_zero=exit_zero,
                       mode="diff" if diff else "fix" if fix else "report", jobs=jobs,
-                      fmt=fmt, progress=cmd.terminal_progress if sys.stderr.isatty() else None)
+                      progress=cmd.terminal_progress if sys.stderr.isatty() else None)
         return cmd.to_file(doc, output, fmt) if output else doc
 
-    # SARIF is a view of the scan Document (rendered by its own view), errors speak text;
     # with --output stdout carries nothing (the report is in the file, an error on stderr)
-    emit(produce, "json" if fmt == "json" and not output else "text", cmd.SCHEMA)
+    emit(produce, "text" if output else fmt, cmd.SCHEMA)

@@ -97,10 +97,11 @@ def device_check(python_path: str, timeout: float = 300.0, device: str = "neuron
     main = by_id.get("collectives.all_reduce") or by_id["collectives.launch"]
     if by_id["collectives.launch"].status != "pass":
         main = by_id["collectives.launch"]
+    from neuron_env.checks.device import ALL_REDUCE
     from neuron_env.util.record import replace
 
     t = rep.target
-    return replace(main, id="collectives.all_reduce", summary=f"{t['world_size']} ranks "
-                   f"({t['backend']}): {main.summary}", details={
+    return replace(main, id=ALL_REDUCE.id, category=ALL_REDUCE.category,
+                   summary=f"{t['world_size']} ranks ({t['backend']}): {main.summary}", details={
         **(main.details or {}), "world_size": rep.target["world_size"],
         "backend": rep.target["backend"], "rows": rep.extra["rows"]})

@@ -243,15 +243,15 @@ def _attempt(rep: Report, t0: float) -> dict:
 
 
 def _smoke(facts, opts: DoctorOptions):
+    from neuron_env.checks.device import SMOKE
     from neuron_env.commands.smoke import device_check
     from neuron_env.smoke.start import SmokeOptions
 
     if not facts.target.usable:
-        return Result("smoke.device", "smoke", "skip",
-                      "target interpreter unusable (see python.version)")
+        return SMOKE.result("skip", "target interpreter unusable (see python.version)")
     if facts.instance.assumed:
-        return Result("smoke.device", "smoke", "skip",
-                      f"instance type assumed ({facts.instance.type}): no target device here")
+        return SMOKE.result("skip", f"instance type assumed ({facts.instance.type}): no target "
+                            "device here")
     live = None
     if opts.step_lines:
         from neuron_env.smoke.live import StepLines
@@ -264,10 +264,11 @@ def _smoke(facts, opts: DoctorOptions):
 def _collectives(facts, opts: DoctorOptions, smoke_result: Result | None) -> Result:
     """collectives.all_reduce across the local devices; skipped when the device itself
     did not pass the smoke test (its result says why)."""
+    from neuron_env.checks.device import ALL_REDUCE
+
     if smoke_result is not None and smoke_result.status not in ("pass", "warn"):
-        return Result("collectives.all_reduce", "collectives", "skip",
-                      f"the device smoke test did not pass ({smoke_result.status}: see "
-                      "smoke.device)")
+        return ALL_REDUCE.result("skip", f"the device smoke test did not pass "
+                                 f"({smoke_result.status}: see smoke.device)")
     from neuron_env.commands.collectives import device_check
 
     return device_check(facts.target.path, timeout=opts.smoke_timeout)

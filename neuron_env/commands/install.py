@@ -28,6 +28,10 @@ from neuron_env.util import redact
 from neuron_env.util.record import replace
 
 SCHEMA = "neuron-env.install/1"
+# doctor's backend checks that judge an installed (or already up-to-date) target, per backend
+VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",
+                            "backend.tools", "backend.emulator"],
+                 "emulated": ["backend.torch", "backend.origin", "backend.emulator"]}
 
 
 @dataclass(frozen=True)
@@ -156,14 +160,26 @@ def run(opts: InstallOptions, progress: Progress | None = None) -> Report:
     why = None if create else noop.up_to_date(plan, facts.target)
     if why:  # the no-op: nothing imported of resolution, the target probed once
         progress.say(f"Nothing to do: {why}")
-        results += noop.nothing_to_do(plan, matrix, facts, why, opts.python or python,
-                                      opts.matrix)
+        results += [noop.nothing_to_do(why),
+                    *_judge(opts.python or python, opts.matrix)(plan, matrix, facts)]
         extra.update(status="unchanged", manifest=facts.target.manifest_path)
         return _report(matrix, facts, results, extra, t0)
     waited = _confirm(plan_text(plan, create), opts)  # time at the prompt is not install time
     t0 += waited
     progress.pause(waited)
     return _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0)
+
+
+def _judge(python_flag: str | None, matrix_flag: str | None):
+    """doctor's backend checks on the target, for install/ (which sits below checks/)."""
+    def judge(plan, m, facts) -> list[Result]:
+        from neuron_env import checks
+
+        ctx = checks.Context(python_flag=python_flag, matrix_flag=matrix_flag,
+                             index_overrides={i.name: i.url for i in plan.indexes
+                                              if i.overridden_by})
+        return checks.run_checks(facts, m, ctx, VERIFY_CHECKS[plan.backend])
+    return judge
 
 
 def _execute(opts, matrix, facts, plan, python, create, results, extra, progress, t0):
@@ -186,7 +202,8 @@ def _execute(opts, matrix, facts, plan, python, create, results, extra, progress
         out = execute(plan, matrix, facts,
                       ExecOptions(installer=opts.installer, timeout=opts.timeout,
                                   lock_timeout=opts.lock_timeout, python_flag=opts.python
-                                  or python, matrix_flag=opts.matrix),
+                                  or python, matrix_flag=opts.matrix,
+                                  judge=_judge(opts.python or python, opts.matrix)),
                       progress, bundled_builder=emulator_wheel.build)
     except (NeuronEnvError, KeyboardInterrupt) as e:
         _undo_created(create, made_dir, e, progress)

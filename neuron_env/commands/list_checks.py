@@ -8,58 +8,17 @@ from neuron_env.report.envelope import envelope
 from neuron_env.report.model import CATEGORIES, Document
 
 SCHEMA = "neuron-env.checks/1"
-OPT_IN = {"instance.aws": ("instance", "EC2 DescribeInstanceTypes agrees with the matrix (--aws)"),
-          "smoke.device": ("smoke", "a small matmul on the device matches the CPU (--smoke)"),
-          "collectives.all_reduce": ("collectives", "all_reduce across the local devices "
-                                     "gives the right sums (--smoke --collectives)")}
-ABOUT = {
-    "driver.versions": "aws-neuronx dkms/runtime/collectives/tools vs the release",
-    "driver.cores": "logical NeuronCores vs neuron-ls; stale core holders",
-    "backend.lineage": "no XLA-era torch-neuronx or torch_xla beside the native backend",
-    "backend.collectives": "aws-neuronx-collectives present and matching the release",
-    "tools.path": "neuron-ls, neuron-top, neuronx-cc reachable on PATH",
-    "container.devices": "inside a container: the /dev/neuron* nodes passed in",
-    "cache.compile": "compile cache/debug directories writable, with free space",
-    "net.efa": "EFA devices and the libfabric efa provider, where the type has EFA",
-    "instance.type": "the instance type (flag, DMI, IMDS) is a family this release supports",
-    "os.release": "the OS release is supported, with prebuilt wheels",
-    "os.arch": "the machine architecture has Neuron packages",
-    "python.version": "the target interpreter runs and its Python is in the release's range",
-    "backend.torch": "torch is installed, a version the release pairs, the CPU build",
-    "backend.pairing": "torch-neuronx matches the installed torch",
-    "backend.origin": "no placeholder or foreign-index Neuron packages; the install finished",
-    "backend.tools": "neuronx-cc and nki are installed at the release's versions",
-    "backend.emulator": "the CPU-emulated device is not mistaken for Trainium",
-    "backend.companions": "torchvision/torchaudio/torchao are builds for the installed torch",
-    "driver.module": "the neuron kernel module is loaded (aws-neuronx-dkms)",
-    "driver.packages": "the release's apt packages are installed",
-    "driver.devices": "/dev/neuron* nodes and neuron-ls agree with the instance type",
-    "backend.stack": "libneuronxla, torch-xla and the release's libraries at its versions",
-    "backend.torch_neuron": "an Inf1 torch-neuron environment is named, not repaired with "
-                            "torch-neuronx",
-    "backend.pins": "numpy, optimum within the ranges the installed Neuron packages declare",
-    "driver.states": "no Neuron package left half-done (dpkg iF/iU/iH, rpm duplicates)",
-    "driver.dkms": "the DKMS driver is built and installed for the running kernel",
-    "container.driver": "no driver package inside a container (it belongs on the host)",
-    "os.limits": "open-file and locked-memory limits for N ranks (and EFA)",
-    "os.libs": "the shared libraries neuronx-cc's compiled modules need are present",
-}
-
-
-def _about(id_: str, fn) -> str:
-    doc = (fn.__doc__ or "").strip().splitlines() if fn else []
-    return ABOUT.get(id_) or (doc[0] if doc else "")
 
 
 def rows(matrix: str | None) -> list[dict]:
+    """One row per registered check (checks.registered(): THE list, opt-in ones included),
+    each derived from its record; docs from the matrix's [docs] table (the id, then the
+    category), else the record's own."""
     m = catalog.select(matrix)
-    checks.all_ids()  # loads the registry
-    entries: list[tuple[str, str, checks.Check | None]] = [
-        (i, c, fn) for i, c, fn in checks.REGISTRY]
-    entries += [(i, c, None) for i, (c, _) in OPT_IN.items()]
-    return [{"id": i, "category": c, "category_title": CATEGORIES.get(c, c),
-             "about": _about(i, fn) or OPT_IN.get(i, ("", ""))[1],
-             "docs": m.doc(i) or m.doc(c), "opt_in": fn is None} for i, c, fn in entries]
+    return [{"id": c.id, "category": c.category,
+             "category_title": CATEGORIES.get(c.category, c.category), "about": c.about,
+             "docs": m.doc(c.id) or m.doc(c.category) or c.docs, "opt_in": c.opt_in}
+            for c in checks.registered()]
 
 
 def text(doc: dict) -> str:

@@ -25,12 +25,13 @@ def list_rules(matrix: str | None, select: list[str], ignore: list[str], fmt: st
     enabled = ruleset.select(rs, select, ignore)
     body = envelope(SCHEMA, 0, matrix={"release": rs.release, "source": rs.path},
                     rules=[rs.rules[i].serialize() for i in sorted(enabled)])
-    return Document(body, views.rules_text)
+    # the rule list has no SARIF form: --list-rules --format sarif prints the list, as text
+    return Document(body, views.rules_text, sarif=views.rules_text)
 
 
 def run(paths: list[str], *, matrix: str | None = None, select: Sequence[str] = (),
         ignore: Sequence[str] = (), fail_on: str = "warning", exit_zero: bool = False,
-        mode: str = "report", jobs: int | None = None, fmt: str = "text",
+        mode: str = "report", jobs: int | None = None,
         progress: Callable[[int, int], None] | None = None) -> Document:
     if fail_on not in FAIL_ON:
         raise UsageError(f"--fail-on {fail_on}: expected one of {', '.join(FAIL_ON)}")
@@ -58,9 +59,11 @@ def run(paths: list[str], *, matrix: str | None = None, select: Sequence[str] = 
     elif mode == "fix":
         extra["fixes"] = {"applied": 0, "files": [], "refused": []}
     body = document.body(rs, enabled, list(paths), results, skipped, settings, **extra)
-    view = {"sarif": views.sarif}.get(fmt) or (views.diff if mode == "diff" else views.text)
-    # a diff is for `patch`: a CRLF file's CR and a form feed stay as they are
-    return Document(body, view, raw_ok="\r\x0c" if view is views.diff else "")
+    view = views.diff if mode == "diff" else views.text
+    # a diff is for `patch`: a CRLF file's CR and a form feed stay as they are; SARIF is a
+    # format of its own (report/formats.py), rendered by the one renderer from this view
+    return Document(body, view, sarif=views.sarif,
+                    raw_ok="\r\x0c" if view is views.diff else "")
 
 
 def to_file(doc: Document, path: str, fmt: str) -> Document:
@@ -73,7 +76,7 @@ def to_file(doc: Document, path: str, fmt: str) -> Document:
     from neuron_env.util.atomic import write_output
 
     try:
-        write_output(path, render(doc, "json" if fmt == "json" else "text"))
+        write_output(path, render(doc, fmt))
     except OSError as e:
         raise ConfigurationError(f"--output {path}: cannot write: {e.strerror or e}") from None
     return Document(doc.body, lambda body: "")

@@ -29,7 +29,9 @@ def device_check(python_path: str, opts: SmokeOptions | None = None, live=None) 
     bad = [r for r in sr.results if r.status in ("fail", "error")]
     main = bad[0] if bad else next((r for r in sr.results if r.id == "smoke.matmul"),
                                    sr.results[-1])
-    return Result("smoke.device", "smoke", status, main.summary, fix=main.fix,
-                  timed_out=any(r.timed_out for r in sr.results),
-                  details={"emulated": sr.emulated,
-                           "steps": [r.serialize() for r in sr.results], **sr.info})
+    from neuron_env.checks.device import SMOKE
+
+    return SMOKE.result(status, main.summary, fix=main.fix,
+                        timed_out=any(r.timed_out for r in sr.results),
+                        details={"emulated": sr.emulated,
+                                 "steps": [r.serialize() for r in sr.results], **sr.info})

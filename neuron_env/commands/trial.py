@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from neuron_env.commands import TOOL
 from neuron_env.cost.prices import Price
 from neuron_env.probes.interpreter import resolve_target
-from neuron_env.report.model import Report, exit_code
+from neuron_env.report.model import Document, Report, exit_code
 from neuron_env.trial import runner, views
-from neuron_env.trial.options import TrialOptions, validate
+from neuron_env.trial.options import TrialFlags, TrialOptions, validate
 from neuron_env.util import proc
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def no_torch(r, path: str, by: str, venv: str | None = None):
     the rehearsal venv exists, that --python can point there."""
     import os
 
-    from neuron_env.checks.fixes import REHEARSAL_VENV, REHEARSE
+    from neuron_env.report.model import REHEARSAL_VENV, REHEARSE
     from neuron_env.util.record import replace
 
     if r.id != "trial.import" or r.status != "fail":
@@ -109,10 +109,46 @@ def distributed(python: str | None, opts: TrialOptions, dist_opts, cost_opts) ->
 def distributed_launch(python: str | None, opts: TrialOptions, dist_opts, kind: str):
     """`--world-size N --print-launch torchrun|srun`: the commands for a real cluster."""
     from neuron_env.report.envelope import envelope
-    from neuron_env.report.model import Document
     from neuron_env.trial.distributed import launch_script
 
     validate(opts)
     script = launch_script(kind, python or "python3", opts, dist_opts)
     return Document(envelope("neuron-env.collectives-launch/1", 0, launcher=kind,
                              nodes=dist_opts.nnodes, script=script), lambda b: b["script"])
+
+
+def run_flags(flags: TrialFlags) -> Report | Document:
+    """`neuron-env trial` for a command line (cli/trial.py hands its TrialFlags): every
+    --report written, on success too. A bad --report spec is exit 2 before any work."""
+    from neuron_env.report.render import parse_report_specs, write_reports
+
+    parse_report_specs(list(flags.report))
+    out = _run(flags)
+    write_reports(out, flags.report, flags.verbose)
+    return out
+
+
+def _run(flags: TrialFlags) -> Report | Document:
+    """One process, the distributed trial, or its launch lines."""
+    from neuron_env.smoke.live import for_format
+
+    live = for_format(flags.format, "trial")
+    opts = flags.options()
+    if flags.world_size is not None or flags.print_launch is not None:
+        from neuron_env.trial.dist_command import CostOptions
+        from neuron_env.trial.distributed import DistOptions
+
+        d = DistOptions(world_size=flags.world_size or 2, strategy=flags.strategy,
+                        nnodes=flags.nnodes)
+        if flags.print_launch is not None:
+            return distributed_launch(flags.python, opts, d, flags.print_launch)
+        return distributed(flags.python, opts, d, CostOptions(
+            price_per_hour=flags.price_per_hour, instance_type=flags.instance_type,
+            region=flags.region, aws=flags.aws, collect=flags.collect))
+    started = start(flags.python, opts)  # the target imports torch while we import the rest
+    price = None
+    if flags.price_per_hour is not None or flags.aws or flags.instance_type or flags.region:
+        from neuron_env.cost.prices import choose  # one process's cost
+
+        price = choose(flags.price_per_hour, flags.instance_type, flags.region, flags.aws)
+    return trial(started, opts, live, price)

@@ -137,3 +137,17 @@ def open_pending(path):
         os.close(fd)
         raise OSError("%s is not a regular file" % path)
     return os.fdopen(fd, "wb")
+def pick_device(torch, want, local_rank, unseen=RuntimeError):
+    """The device a rank runs on: `want` ("cpu", "neuron", "cuda", ...) at local_rank modulo
+    the visible count, made current; `unseen(message)` is raised when none is visible (each
+    script passes its own error class). One copy for collectives.py and trial_dist.py."""
+    if want == "cpu":
+        return torch.device("cpu")
+    mod = getattr(torch, want, None)
+    count = mod.device_count() if mod is not None and hasattr(mod, "device_count") else 0
+    if count < 1:
+        raise unseen("no %s device visible to this process" % want)
+    index = local_rank % count
+    if hasattr(mod, "set_device"):
+        mod.set_device(index)
+    return torch.device(want, index)

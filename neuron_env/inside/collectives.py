@@ -13,7 +13,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
-from _shared import emit, step, sync
+from _shared import emit, pick_device, step, sync
 
 # nccl-tests' bus-bandwidth factors (n = world size), as docs/collectives.md lists them; source:
 # https://github.com/NVIDIA/nccl-tests/tree/master/doc (its performance notes)
@@ -220,19 +220,6 @@ def gather_json(torch, dist, obj, world, device):
     dist.all_gather_into_tensor(out, buf.to(device))
     out = out.cpu().view(world, longest)
     return [json.loads(bytes(out[r, :int(sizes[r])].tolist()).decode()) for r in range(world)]
-
-
-def pick_device(torch, want, local_rank):
-    if want == "cpu":
-        return torch.device("cpu")
-    mod = getattr(torch, want, None)
-    count = mod.device_count() if mod is not None and hasattr(mod, "device_count") else 0
-    if count < 1:
-        raise RuntimeError("no %s device visible to this rank" % want)
-    index = local_rank % count
-    if hasattr(mod, "set_device"):
-        mod.set_device(index)
-    return torch.device(want, index)
 
 
 def emulated(torch):

@@ -25,6 +25,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, even under -P
 from _shared import Untrusted, create, open_dir, open_read, sync, write_file
+from _shared import pick_device as _pick_device
 from _shared import step as marker
 from _trial_common import Usage
 from _trial_compare import compare_one, flatten, host
@@ -197,16 +198,9 @@ def full(p):
 
 # -- the device --------------------------------------------------------------------------------
 def pick_device(torch, want, local_rank):
-    if want == "cpu":
-        return torch.device("cpu")
-    mod = getattr(torch, want, None)
-    count = mod.device_count() if mod is not None and hasattr(mod, "device_count") else 0
-    if count < 1:
-        raise Usage("--device %s: no %s device visible to this process" % (want, want))
-    index = local_rank % count
-    if hasattr(mod, "set_device"):
-        mod.set_device(index)
-    return torch.device(want, index)
+    """_shared.pick_device, a missing device being a usage error (--device)."""
+    return _pick_device(torch, want, local_rank,
+                        lambda why: Usage("--device %s: %s" % (want, why)))
 
 
 def emulated(torch, device):

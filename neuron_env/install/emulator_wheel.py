@@ -30,10 +30,10 @@ def source_dir() -> Path:
 
 
 def version(src: Path | None = None) -> str:
-    text = ((src or source_dir()) / "__init__.py").read_text(encoding="utf-8")
+    text = ((src or source_dir()) / "_version.py").read_text(encoding="utf-8")
     m = re.search(r'^__version__ = "([^"]+)"', text, re.M)
     if not m:
-        raise RuntimeError(f"no __version__ in {src}/__init__.py")
+        raise RuntimeError(f"no __version__ in {src}/_version.py")
     return m.group(1)
 
 

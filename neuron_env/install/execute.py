@@ -73,7 +73,7 @@ def _locked(plan, m, facts, opts, progress, sdir, bundled_builder) -> Outcome:
 def _nothing_to_do(plan, m, facts, opts, progress, why: str) -> Outcome:
     progress.say(f"Nothing to do: {why}")
     out = Outcome("unchanged", manifest=facts.target.manifest_path, facts=facts)
-    out.results += nothing_to_do(plan, m, facts, why, opts.python_flag, opts.matrix_flag)
+    out.results += [nothing_to_do(why), *opts.verify_checks(plan, m, facts)]
     return out
 
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from neuron_env import checks
 from neuron_env.report.model import Result
-
-VERIFY_CHECKS = {"neuron": ["backend.torch", "backend.pairing", "backend.origin",
-                            "backend.tools", "backend.emulator"],
-                 "emulated": ["backend.torch", "backend.origin", "backend.emulator"]}
 
 
 def _specifier(spec: str, name: str) -> SpecifierSet | None:
@@ -44,13 +39,7 @@ def up_to_date(plan, t) -> str | None:
            f"at {man.get('created', '?')} (plan {plan.key})"
 
 
-def verify_checks(plan, m, facts, python_flag: str | None, matrix_flag: str | None
-                  ) -> list[Result]:
-    ctx = checks.Context(python_flag=python_flag, matrix_flag=matrix_flag,
-                         index_overrides={i.name: i.url for i in plan.indexes if i.overridden_by})
-    return checks.run_checks(facts, m, ctx, VERIFY_CHECKS[plan.backend])
-
-
-def nothing_to_do(plan, m, facts, why: str, python_flag, matrix_flag) -> list[Result]:
-    return [Result("install.packages", "install", "pass", f"nothing to do: {why}"),
-            *verify_checks(plan, m, facts, python_flag, matrix_flag)]
+def nothing_to_do(why: str) -> Result:
+    """The install step's result when there was nothing to do (doctor's backend checks on the
+    target follow it: ExecOptions.judge, given by the command, for install sits below checks)."""
+    return Result("install.packages", "install", "pass", f"nothing to do: {why}")

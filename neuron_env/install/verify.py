@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from neuron_env.install import installers
-from neuron_env.install.noop import verify_checks
 from neuron_env.install.plan import Plan
 from neuron_env.install.report_parse import Item
 from neuron_env.install.steps import StepResult
@@ -68,4 +67,4 @@ def _verify_versions(items: list[Item], target: TargetFacts) -> Result:
 
 
 def _verify_checks(plan: Plan, m: Matrix, facts, opts: ExecOptions) -> list[Result]:
-    return verify_checks(plan, m, facts, opts.python_flag, opts.matrix_flag)
+    return opts.verify_checks(plan, m, facts)

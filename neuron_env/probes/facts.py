@@ -19,7 +19,7 @@ from neuron_env.probes.tools import ToolsFacts, image_path, probe_tools
 from neuron_env.util.record import factory, record
 
 if TYPE_CHECKING:
-    from neuron_env.aws.facts import AwsFacts
+    from neuron_env.probes.aws_facts import AwsFacts
     from neuron_env.probes.elfneeds import LibFacts
 
 

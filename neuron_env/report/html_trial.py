@@ -115,7 +115,7 @@ def timing(report: Report) -> str:
         emu = "EMULATED device (CPU timings): " if _emulated(report) else ""
         out.append(plot(plots.ranges, rows, title=f"{emu}seconds per call: min–max whisker, "
                         "quartile box, median, first call", salt="timing"))
-        from neuron_env.trial.noise import spread
+        from neuron_env.report.noise import spread
 
         boxes = {k: spread(v) or {} for k, v in rows}
         out.append(table(("run", "first call s", "median s", "box from s", "box to s", "min s",
@@ -137,9 +137,9 @@ def timing(report: Report) -> str:
 
 
 def _timing_notes(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """What one run's spread says (trial/noise.py): noisy runs and what to do, and whether
+    """What one run's spread says (report/noise.py): noisy runs and what to do, and whether
     compiled vs eager is distinguishable at all."""
-    from neuron_env.trial.noise import advice, speed_words, spread
+    from neuron_env.report.noise import advice, speed_words, spread
 
     out, notes, worst = [], [], None
     for k, v in rows:
@@ -220,7 +220,7 @@ def cost(report: Report) -> str:
     runs = [("this run", this)]
     if (base := _figures((d or {}).get("baseline"))) is not None:
         runs.append(("baseline", base))
-    from neuron_env.trial.dist_command import kind
+    from neuron_env.report.verdict import cost_kind as kind
 
     fields = (("label", "label", None), ("instance type", "instance_type", None),
               ("samples/s", "samples_per_s", ".4g"), ("USD/hour", "usd_per_hour", ".4g"),

@@ -27,6 +27,10 @@ CATEGORIES = {
     "collectives": "Collectives",
     "fleet": "Fleet",
 }
+# the emulated rehearsal on a host with no device: doctor's fix lines (checks/fixes.py) and the
+# text report's lead (report/text.py) say the same command, declared once, here below both
+REHEARSAL_VENV = "~/neuron-rehearsal"
+REHEARSE = f"neuron-env install --backend emulated --venv {REHEARSAL_VENV}"
 
 
 @record
@@ -122,6 +126,7 @@ class Document:
     view: Callable[[dict[str, Any]], str]
     junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
+    sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""

@@ -89,7 +89,7 @@ def ranges(rows: Sequence[tuple[str, dict[str, Any]]], *, title: str,
     """One row per timing (eager, compiled): the min..max whisker, a box of the quartiles (or,
     for a run that recorded no samples, median ± stdev clipped to min..max: never past the
     whisker), the median tick and the first call as a marker; a log axis with labelled ticks
-    on any range (trial/noise.py computes the box)."""
+    on any range (report/noise.py computes the box)."""
     plt = _pyplot()
     with plt.rc_context(_RC):
         fig, _ax = ranges_figure(rows, title=title)
@@ -98,7 +98,7 @@ def ranges(rows: Sequence[tuple[str, dict[str, Any]]], *, title: str,
 
 def ranges_figure(rows: Sequence[tuple[str, dict[str, Any]]], *, title: str) -> Any:
     """(figure, axes) of `ranges`, for the SVG and for tests of its geometry."""
-    from neuron_env.trial.noise import spread
+    from neuron_env.report.noise import spread
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.55 * len(rows)))

@@ -8,17 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import UsageError
+from neuron_env.report.formats import BY_NAME, ENGINE_LINE_MAX, RENDERERS, REPORT_FILE_FORMATS
 from neuron_env.report.model import Document, Report
 from neuron_env.util import redact
 from neuron_env.util.jsonout import dumps
 from neuron_env.util.text import clean
 from neuron_env.util.wrap import fit
 
-ENGINE_FORMATS = ("nhc", "npd", "prometheus")  # doctor output for Slurm, NPD, node_exporter
-# FORMAT -> the module in neuron_env/report/ whose render(report) speaks it (text/json: below)
-RENDERERS = {"junit": "junit", "markdown": "markdown", "html": "html",
-             **{f: f for f in ENGINE_FORMATS}}
-FORMATS = ("text", "json", *RENDERERS)
+FORMATS = REPORT_FILE_FORMATS  # --report FORMAT:PATH (report/formats.py, THE format table)
 
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
@@ -45,14 +42,15 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
     if fmt == "json":
         return dumps(out.serialize(), indent=2) + "\n"
     if isinstance(out, Document):
-        junit = getattr(out, "junit", None)
-        if fmt == "junit" and junit is not None:  # fleet: one testcase per instance
-            return str(junit(out.body))
-        if fmt == "html" and out.html is not None:  # fleet: its page (report/html_fleet.py)
-            return out.html(out.body)
-        if fmt != "text":
+        if fmt == "text":
+            return out.view(out.body)
+        # a format the table lets a Document speak, through the view its command gave it
+        # (fleet's JUnit and HTML, scan's SARIF)
+        known = BY_NAME.get(fmt)
+        view = getattr(out, fmt, None) if known and known.document_view else None
+        if view is None:
             raise UsageError(f"--format {fmt}: this command speaks text or json")
-        return out.view(out.body)
+        return str(view(out.body))
     if fmt == "markdown" and out.markdown is not None:
         return out.markdown(out, verbose=verbose, colour=colour)
     if fmt in RENDERERS:
@@ -68,9 +66,13 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
 
 def render_error(schema: str, code: int, error: dict[str, Any], fmt: str) -> str:
     """A failed command's document in `fmt`, so a pipeline that asked for JSON or JUnit always
-    gets one, even on exit 2 (text: the message and its hint)."""
+    gets one, even on exit 2 (text: the message and its hint; nothing for a format the table
+    gives no error document: SARIF)."""
     from neuron_env.report.envelope import error_envelope
 
+    known = BY_NAME.get(fmt)
+    if known is not None and not known.error_document:
+        return ""
     doc = error_envelope(schema, code, error)
     if fmt == "json":
         return redact.text(dumps(doc, indent=2)) + "\n"
@@ -80,14 +82,21 @@ def render_error(schema: str, code: int, error: dict[str, Any], fmt: str) -> str
         mod = importlib.import_module(f"neuron_env.report.{RENDERERS[fmt]}")
         if hasattr(mod, "render_error"):
             return _out(redact.text(mod.render_error(doc)), fmt)
-    if fmt in ("nhc", "npd"):  # engines read one line: mask, sanitise, then cut
-        return clean(" ".join(redact.mask(f"ERROR: neuron-env: {error.get('message')}").split()),
-                     one_line=True)[:120] + "\n"
+    if fmt in BY_NAME and BY_NAME[fmt].engine:
+        return engine_line(error)
     hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
     text = f"error ({error.get('code')}): {error.get('message')}{hint}\n"
     if fmt == "prometheus":  # comments only: the textfile collector still parses it
         text = "".join(f"# {ln}\n" for ln in text.splitlines())
     return _out(redact.text(text), fmt)
+
+
+def engine_line(error: dict[str, Any]) -> str:
+    """A failed run as a health engine reads it (Slurm NHC, NPD: one line on stdout, whatever
+    happened): masked for credentials, sanitised, on one line, then cut. THE one: the boundary
+    and render_error both write it."""
+    line = " ".join(redact.mask(f"ERROR: neuron-env: {error.get('message')}").split())
+    return clean(line, one_line=True)[:ENGINE_LINE_MAX] + "\n"
 
 
 def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: int,

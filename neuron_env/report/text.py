@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from neuron_env.report.model import CATEGORIES, RANK, Report, Result
+from neuron_env.report.model import CATEGORIES, RANK, REHEARSAL_VENV, REHEARSE, Report, Result
 from neuron_env.util.text import escape_controls, field
 from neuron_env.util.wrap import CMD
 
@@ -121,8 +121,6 @@ def rehearsal_lead(report: Report) -> list[str]:
     if devices or devices is None or inst is None or inst.status == "pass" or (
             emu is not None and emu.status != "pass"):
         return []
-    from neuron_env.checks.fixes import REHEARSAL_VENV, REHEARSE
-
     return ["No Neuron device here. To rehearse on this host (the emulated backend, on the CPU):",
             f"     {CMD}{REHEARSE}",
             f"     {CMD}neuron-env doctor --python {REHEARSAL_VENV}/bin/python", ""]

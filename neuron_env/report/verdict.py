@@ -90,3 +90,15 @@ def versions(doc: dict[str, Any]) -> dict[str, str | None]:
 
 def instance_id(doc: dict[str, Any]) -> str | None:
     return ((doc.get("target") or {}).get("instance") or {}).get("instance_id")
+
+
+def cost_kind(x: dict[str, Any]) -> str:
+    """What a cost row is: a measurement of the instance it is priced as only when it ran on
+    one (not emulated, and the priced type is the host's)."""
+    if x.get("emulated"):
+        return "rehearsal (emulated device)"
+    if x.get("on_host") is True:
+        return "measured"
+    if x.get("on_host") is False:
+        return f"priced as {x.get('instance_type') or 'given'}, not run on one"
+    return "measured (where: not recorded)"

@@ -52,8 +52,8 @@ def cost(results: tuple[Result, ...], timing: dict[str, Any] | None, batch: int 
 
 def cost_spread(t: dict[str, Any], price: Price, batch: int) -> dict[str, Any] | None:
     """The $ per 1,000 samples at the fast and slow ends of the timed iterations' spread
-    (trial/noise.py), and the run's noise warnings: one run's figure is a range, not a point."""
-    from neuron_env.trial import noise
+    (report/noise.py), and the run's noise warnings: one run's figure is a range, not a point."""
+    from neuron_env.report import noise
 
     sp = noise.spread(t)
     rng = noise.cost_range(price.usd_per_hour, batch, t) if price.usd_per_hour else None

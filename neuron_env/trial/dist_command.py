@@ -12,6 +12,7 @@ from neuron_env.cost import maths
 from neuron_env.cost.prices import Price, choose
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Report, Result, exit_code
+from neuron_env.report.verdict import cost_kind
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util.text import field
@@ -79,18 +80,6 @@ UNFINISHED = ("no steady-state throughput: the distributed trial did not finish 
               "(trial.distributed says why)")
 
 
-def kind(x: dict[str, Any]) -> str:
-    """What a cost row is: a measurement of the instance it is priced as only when it ran on
-    one (not emulated, and the priced type is the host's)."""
-    if x.get("emulated"):
-        return "rehearsal (emulated device)"
-    if x.get("on_host") is True:
-        return "measured"
-    if x.get("on_host") is False:
-        return f"priced as {x.get('instance_type') or 'given'}, not run on one"
-    return "measured (where: not recorded)"
-
-
 def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label: str,
                 baseline: dict[str, Any] | None,
                 why: str | None = None) -> tuple[Result, dict[str, Any] | None]:
@@ -150,9 +139,9 @@ def comparison_line(this: dict[str, Any], baseline: dict[str, Any],
     if ratios.get("cost_ratio") is not None or ratios.get("throughput_ratio") is not None:
         line += ("; one run each, their spread not recorded (identical runs on a shared host "
                  "can differ by a third): repeat both before deciding")
-    off = [f"{x.get('label') or who} ({kind(x)})" for who, x in (("this run", this),
+    off = [f"{x.get('label') or who} ({cost_kind(x)})" for who, x in (("this run", this),
                                                                 ("the baseline", baseline))
-           if kind(x) != "measured"]
+           if cost_kind(x) != "measured"]
     if not off:
         return line
     return (f"NOT A MEASUREMENT of the instances priced: {'; '.join(off)}; as priced: {line}")
@@ -202,7 +191,7 @@ def no_price_reason(main: Result, r: Any) -> str | None:
 
 
 def _tool() -> dict[str, str]:
-    from neuron_env.commands import TOOL
+    from neuron_env.report.envelope import TOOL
 
     return TOOL
 
@@ -242,7 +231,7 @@ def cost_rows(rep: Report) -> list[list[str]]:
         if x:
             rows.append([field(x.get("label") or key), _f(x.get("samples_per_s"), ".1f"),
                          _f(x.get("usd_per_hour"), "g"), _f(x.get("usd_per_1000_samples"), ".4g"),
-                         _f(x.get("usd_per_step"), ".3g"), kind(x)])
+                         _f(x.get("usd_per_step"), ".3g"), cost_kind(x)])
     cmp_ = d.get("comparison")
     if cmp_:
         rows.append(["ratio (this / baseline)", _f(cmp_.get("throughput_ratio"), ".2f"), "",

@@ -52,6 +52,62 @@ class TrialOptions:
         return d
 
 
+
+_O = TrialOptions  # the model options' defaults are TrialOptions' (declared there, once)
+
+
+@dataclass(frozen=True)
+class TrialFlags:
+    """trial's command line as one typed record, one field per parameter: THE declaration of
+    its defaults (typer's options in cli/trial.py take theirs from here; the model's options
+    from TrialOptions). commands/trial.py `run_flags` turns it into the run."""
+
+    model: str
+    python: str | None = None
+    device: str = _O.device
+    dtype: str = _O.dtype
+    autocast: bool = _O.autocast
+    rtol: float | None = _O.rtol
+    atol: float | None = _O.atol
+    steps: int = _O.steps
+    lr: float = _O.lr
+    iterations: int = _O.iterations
+    compile: bool = _O.compile
+    compile_backend: str | None = _O.compile_backend
+    shapes: str | None = None  # as given: 8x128,16x128 (parse_shapes)
+    batch_sizes: str | None = None  # as given: 8,16,32 (parse_sizes)
+    save_baseline: str | None = _O.save_baseline
+    baseline: str | None = _O.baseline
+    no_fallback: bool = _O.no_fallback
+    inference: bool = _O.inference
+    generate: int = _O.generate
+    seed: int = _O.seed
+    timeout: float = _O.timeout
+    world_size: int | None = None  # a distributed trial: N ranks
+    strategy: str = "ddp"  # with --world-size: ddp | fsdp2
+    nnodes: int = 1
+    print_launch: str | None = None  # with --world-size: torchrun | srun
+    collect: str | None = None  # with --world-size: a launched run's RUN_DIR
+    price_per_hour: float | None = None
+    instance_type: str | None = None
+    region: str | None = None
+    aws: bool = False
+    format: str = "text"
+    report: tuple[str, ...] = ()  # --report FORMAT:PATH
+    verbose: bool = False
+
+    def options(self) -> TrialOptions:
+        """The model's options (the shapes and sizes parsed: a bad one is exit 2)."""
+        return TrialOptions(
+            model=self.model, device=self.device, dtype=self.dtype, autocast=self.autocast,
+            rtol=self.rtol, atol=self.atol, steps=self.steps, lr=self.lr,
+            iterations=self.iterations, compile=self.compile,
+            compile_backend=self.compile_backend, shapes=parse_shapes(self.shapes),
+            batch_sizes=parse_sizes(self.batch_sizes), save_baseline=self.save_baseline,
+            baseline=self.baseline, no_fallback=self.no_fallback, seed=self.seed,
+            timeout=self.timeout, inference=self.inference, generate=self.generate)
+
+
 def parse_shapes(text: str | None) -> tuple[tuple[int, ...], ...]:
     """'8x128,16x128' -> ((8, 128), (16, 128))."""
     out = []

@@ -49,10 +49,10 @@ _SPEED = re.compile(r" \(\d+\.\d+x (?:faster|slower) than eager\)")
 
 def with_noise(r: Result, timing: dict | None) -> Result:
     """trial.compile: a speed-up whose spread overlaps eager's is "not distinguishable", not a
-    winner (trial/noise.py); the judgement goes in details.speed."""
+    winner (report/noise.py); the judgement goes in details.speed."""
     if r.id != "trial.compile" or not isinstance(timing, dict):
         return r
-    from neuron_env.trial import noise
+    from neuron_env.report import noise
     from neuron_env.util.record import replace
 
     words = noise.speed_words(timing.get("eager"), timing.get("compiled"))

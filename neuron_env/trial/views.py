@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from neuron_env.report import text
+from neuron_env.report import noise, text
 from neuron_env.report.model import Report
-from neuron_env.trial import noise
 from neuron_env.trial.markup import ICONS, md
 from neuron_env.util.text import field
 
@@ -40,7 +39,7 @@ def timing_rows(report: Report) -> list[list[str]]:
 
 def timing_notes(report: Report) -> list[str]:
     """What the spread says: each noisy run's warnings and what to do, and whether compiled
-    vs eager is distinguishable at all (trial/noise.py)."""
+    vs eager is distinguishable at all (report/noise.py)."""
     notes, worst = [], None
     for mode, t in _timings(report).items():
         sp = noise.spread(t)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from neuron_env import checks
 from neuron_env.cli import COMMANDS, app
+from neuron_env.util.record import replace
 from tests.helpers import roots
 
 pytestmark = pytest.mark.integration
@@ -92,8 +93,8 @@ def test_crashing_check_gives_exit_3_and_a_full_report(tmp_path, monkeypatch):
         raise RuntimeError("probe returned nonsense")
 
     checks.all_ids()
-    monkeypatch.setattr(checks, "REGISTRY", [(i, c, boom if i == "os.arch" else f)
-                                             for i, c, f in checks.REGISTRY])
+    monkeypatch.setattr(checks, "REGISTRY", [replace(c, fn=boom) if c.id == "os.arch" else c
+                                             for c in checks.registered()])
     root = roots.trn2_host(tmp_path / "r")
     res = CliRunner().invoke(app, ["doctor", "--root", str(root), "--format", "json"])
     assert res.exit_code == 3

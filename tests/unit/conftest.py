@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -32,6 +33,16 @@ def _local_only(real):
                                    "tests/integration")
         return real(self, address)
     return connect
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _matplotlib_font_cache():
+    """matplotlib's first import on a cold font cache (a fresh MPLCONFIGDIR, a new CI runner)
+    runs `fc-list` to build it: a process the guard below refuses, so the HTML tests failed on
+    a first run and passed on the next. Build the cache once per session, before any guard
+    (session fixtures set up before function ones); without matplotlib, nothing to do."""
+    with contextlib.suppress(ImportError):
+        import matplotlib.font_manager  # noqa: F401  (importing it builds the cache)
 
 
 @pytest.fixture(autouse=True)

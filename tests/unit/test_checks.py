@@ -264,8 +264,8 @@ def test_a_crashing_check_becomes_an_error_result(monkeypatch):
     def boom(facts, m, ctx):
         raise KeyError("oops")
 
-    monkeypatch.setattr(checks, "REGISTRY", [(i, c, boom if i == "os.arch" else f)
-                                             for i, c, f in checks.REGISTRY])
+    monkeypatch.setattr(checks, "REGISTRY", [replace(c, fn=boom) if c.id == "os.arch" else c
+                                             for c in checks.registered()])
     res = run(host())
     assert res["os.arch"].status == "error" and "KeyError" in res["os.arch"].summary
     assert res["os.release"].status == "pass"  # the rest still ran

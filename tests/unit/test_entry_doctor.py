@@ -50,7 +50,7 @@ def typer_options(monkeypatch, args: list[str], env: dict[str, str]):
 def fast_options(args: list[str], env: dict[str, str]):
     flags = entry.parse_doctor(["doctor", *args], env)
     assert flags is not None, args
-    return doctor_cmd.DoctorOptions(**doctor_flags.options(flags))
+    return doctor_cmd.DoctorOptions(**doctor_flags.options(flags))  # flags: a DoctorFlags
 
 
 SAME = [
@@ -123,4 +123,29 @@ def test_every_doctor_flag_is_placed_and_the_accepted_ones_need_no_typer():
 
 
 def test_options_of_flags_not_given_are_doctor_options_defaults():
-    assert doctor_cmd.DoctorOptions(**doctor_flags.options({})) == doctor_cmd.DoctorOptions()
+    assert doctor_cmd.DoctorOptions(**doctor_flags.options(doctor_flags.DEFAULT)) == \
+        doctor_cmd.DoctorOptions()
+
+
+def test_typer_s_defaults_are_doctor_flags_defaults():
+    """One declaration: every doctor option's default (and environment variable) is read
+    from DoctorFlags/ENVIRONMENT (commands/doctor_flags.py), never typed twice."""
+    for name, p in doctor_params().items():
+        assert p.default in (getattr(doctor_flags.DEFAULT, name), None), name
+        assert (p.envvar or None) == doctor_flags.ENVIRONMENT.get(name), name
+
+
+def test_trial_s_options_are_one_record_with_its_defaults():
+    """trial's command line is one TrialFlags (trial/options.py): every typer parameter is a
+    field, each default read from it (the model's from TrialOptions), none typed twice."""
+    from typer.main import get_command
+
+    from neuron_env.cli import register
+    from neuron_env.trial.options import TrialFlags, TrialOptions
+
+    params = {p.name: p for p in get_command(register()).commands["trial"].params}
+    fields = TrialFlags.__dataclass_fields__
+    assert set(params) == set(fields)
+    for name, p in params.items():
+        assert p.default in (getattr(TrialFlags, name, None), None), name
+    assert TrialFlags("m").options() == TrialOptions("m")

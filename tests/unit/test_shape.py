@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.imports import import_arrows, import_circles, sources
+
 REPO = Path(__file__).resolve().parents[2]
 PKG = REPO / "neuron_env"
+EMULATOR = REPO / "backend" / "src" / "neuron_emulator"
 SOURCES = sorted(PKG.rglob("*.py"))
+# what the shape rules of length and circles cover: neuron_env/ and the emulator's source
+SHIPPED = sorted(sources().values())
 
 
 def _tree(p: Path) -> ast.Module:
@@ -51,7 +56,7 @@ def test_functions_stay_short(limit):
     """Bodies, counted from the first statement (a typer command's option list is a
     declaration, not logic)."""
     long = [f"{p.relative_to(REPO)}:{n.lineno} {n.name} ({n.end_lineno - n.body[0].lineno + 1})"
-            for p in SOURCES for n in ast.walk(_tree(p))
+            for p in SHIPPED for n in ast.walk(_tree(p))
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
             and n.end_lineno - n.body[0].lineno + 1 > limit]
     assert long == []
@@ -64,74 +69,24 @@ def test_every_integration_module_is_marked():
     assert unmarked == []
 
 
-def _module_name(p: Path) -> str:
-    parts = list(p.relative_to(REPO).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_arrows() -> dict[str, set[str]]:
-    """module -> the neuron_env modules it imports. Every import counts: module-level,
-    function-level (a deferred import still closes a circle when it runs) and under
-    TYPE_CHECKING (the annotation still ties the two modules' designs together). `from pkg
-    import name` points at pkg.name when that is a module, else at pkg (its __init__)."""
-    modules = {_module_name(p): p for p in SOURCES}
-    arrows: dict[str, set[str]] = {m: set() for m in modules}
-    for m, p in modules.items():
-        for node in ast.walk(_tree(p)):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
-                         else node.module for a in node.names]
-            else:
-                continue
-            for name in names:
-                while name and name not in modules:
-                    name = name.rpartition(".")[0]
-                if name and name != m:
-                    arrows[m].add(name)
-    return arrows
-
-
-def import_circles(arrows: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan), sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    circles: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(arrows[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                circles.append(sorted(component))
-
-    for v in sorted(arrows):
-        if v not in index:
-            visit(v)
-    return sorted(circles)
-
-
-# No circle is left (checks/ takes its registry from checks/registry.py; trial/collected.py
-# holds what distributed.py and it share): a new one fails the test.
+# No circle is left, in neuron_env/ nor in the emulator (checks/ takes its registry from
+# checks/registry.py; trial/collected.py holds what distributed.py and it share; the emulator's
+# env flags, load state and version sit in _env.py, _state.py, _version.py below the modules
+# that read them): a new one fails the test.
 KNOWN_CIRCLES: list[list[str]] = []
 
 
 def test_no_import_circles():
     assert import_circles(import_arrows()) == KNOWN_CIRCLES
+
+
+def test_the_graph_covers_the_emulator():
+    """backend/src counts: its modules are in the graph, with their relative and absolute
+    imports (a circle there failed nothing before)."""
+    arrows = import_arrows()
+    assert "neuron_emulator._register" in arrows and "neuron_emulator._compile" in arrows
+    assert "neuron_emulator._state" in arrows["neuron_emulator._compile"]
+    assert any(p.is_relative_to(EMULATOR) for p in SHIPPED)
 
 
 def test_the_install_steps_are_a_line():

@@ -13,8 +13,9 @@ import pytest
 
 from neuron_env.cost import prices
 from neuron_env.errors import UsageError
+from neuron_env.report import noise, verdict
 from neuron_env.report.model import Result
-from neuron_env.trial import dist_command, noise, runner, views
+from neuron_env.trial import dist_command, runner, views
 from neuron_env.util.wrap import fit
 from tests.helpers.html_pages import report_of, trial_doc
 
@@ -86,9 +87,9 @@ def _dist_report(**this_extra) -> dist_command.Report:
 def test_a_cpu_baseline_priced_as_a_gpu_instance_is_not_labelled_measured():
     base = {"label": "cpu x2 (g5.xlarge)", "emulated": False, "instance_type": "g5.xlarge",
             "on_host": False}
-    assert dist_command.kind(base) == "priced as g5.xlarge, not run on one"
-    assert dist_command.kind({"emulated": True}) == "rehearsal (emulated device)"
-    assert dist_command.kind({"on_host": True}) == "measured"
+    assert verdict.cost_kind(base) == "priced as g5.xlarge, not run on one"
+    assert verdict.cost_kind({"emulated": True}) == "rehearsal (emulated device)"
+    assert verdict.cost_kind({"on_host": True}) == "measured"
     thr = {"samples_per_s": 100.0, "step_s": 0.32}
     price = prices.Price(21.5, "trn1.32xlarge", "us-east-1", "table", on_host=False)
     baseline = dict(base, samples_per_s=50.0, usd_per_1000_samples=0.0056)

@@ -19,7 +19,6 @@ README.md for the fidelity table.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
 EMULATED = True
 
 from neuron_emulator._errors import (  # noqa: E402
@@ -37,10 +36,11 @@ from neuron_emulator._fallback import (  # noqa: E402
 from neuron_emulator._register import (  # noqa: E402
     NeuronEmulatorWarning,
     is_emulated,
-    is_loaded,
     load,
     status,
 )
+from neuron_emulator._state import is_loaded  # noqa: E402
+from neuron_emulator._version import __version__  # noqa: E402
 
 
 def _autoload() -> None:
@@ -60,6 +60,7 @@ __all__ = [
     "NeuronEmulatorWarning",
     "NeuronFallbackWarning",
     "NeuronFloat64Warning",
+    "__version__",
     "clear_fallback_ops",
     "get_executed_ops",
     "get_fallback_counts",

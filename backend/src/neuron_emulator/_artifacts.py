@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from neuron_emulator import _files
+from neuron_emulator._env import env_flag
 
 DEFAULT_DIR = "/tmp/neuron_backend"  # the page's documented default
 _graphs = itertools.count()
@@ -28,8 +29,6 @@ _skipped: set[str] = set()  # debug directories refused (one warning each)
 
 
 def _enabled() -> bool:
-    from neuron_emulator._compile import env_flag
-
     return env_flag("TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS", False)
 
 

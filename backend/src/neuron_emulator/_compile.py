@@ -27,21 +27,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 import threading
 import time
-import warnings
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from neuron_emulator import _artifacts, _fallback
+from neuron_emulator import _artifacts, _fallback, _state
+from neuron_emulator._env import env_flag
+from neuron_emulator._env import warn_once as _warn_once
 
 _lock = threading.Lock()
 _metrics = {"compilations": 0, "recompilations": 0, "cache_hits": 0, "graphs": 0,
             "fallback_graphs": 0}
-_warned: set[str] = set()
 
 
 class NeuronCompileError(RuntimeError):
@@ -49,21 +48,6 @@ class NeuronCompileError(RuntimeError):
 
 
 FALLBACK_ENV = "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-def env_flag(name: str, default: bool) -> bool:
-    """A boolean environment variable as the env-vars page types it ("1"/"0", true/false); unset
-    or empty is the default; another value warns once and is the default."""
-    raw = os.environ.get(name, "").strip().lower()
-    if raw in _TRUE or raw in _FALSE:
-        return raw in _TRUE
-    if raw:
-        _warn_once(f"{name}={raw}", f"neuron (emulated): {name}={raw!r} is not a boolean "
-                   f"(1/0, true/false); using the default ({int(default)})")
-    return default
-
-
 def fallback_allowed(options: dict | None = None) -> bool:
     """Whether a graph the backend cannot compile runs eagerly instead of failing. The
     `fallback_execution` compile option overrides TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION,
@@ -208,12 +192,6 @@ def _frame_recompile() -> bool:
     return bool(cid is not None and getattr(cid, "frame_compile_id", 0))
 
 
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(message, UserWarning, stacklevel=3)
-
-
 def _signature(args) -> tuple:
     return tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else type(a) for a in args)
 
@@ -236,9 +214,7 @@ def _per_shape(compiled):
 
 def neuron_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     """The dynamo backend registered as "neuron" (entry point `torch_dynamo_backends`)."""
-    from neuron_emulator import _register
-
-    if not _register.is_loaded():
+    if not _state.is_loaded():
         return _real_backend()(gm, example_inputs, mode=mode, options=options, **kwargs)
     if not torch._dynamo.config.assume_static_by_default:
         raise NeuronCompileError(

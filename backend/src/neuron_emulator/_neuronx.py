@@ -26,12 +26,12 @@ def _executed_names() -> list[str]:
 
 
 def _build(module: types.ModuleType) -> None:
-    import neuron_emulator
     from neuron_emulator import _fallback
+    from neuron_emulator._version import __version__
 
     module.__dict__.update(
         EMULATED=True,
-        __version__=f"0.0.0+emulated.neuron-emulator.{neuron_emulator.__version__}",
+        __version__=f"0.0.0+emulated.neuron-emulator.{__version__}",
         __doc__="EMULATED torch_neuronx (neuron-emulator): op tracking only; every op ran on "
                 "the CPU. Not AWS's torch-neuronx.",
         get_fallback_ops=_fallback.get_fallback_ops,

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 
-_lock = threading.RLock()
-_state = {"loaded": False, "loading": False, "reason": "not loaded yet"}
+from neuron_emulator._state import lock as _lock
+from neuron_emulator._state import state as _state
+
 _libs: list = []  # torch.library.Library objects must stay alive
 SUPPORTED_TORCH = ((2, 13), (2, 14))
 
 
 class NeuronEmulatorWarning(UserWarning):
     """The emulator did not load (another backend present, unsupported torch)."""
-
-
-def is_loaded() -> bool:
-    return _state["loaded"]
 
 
 def status() -> dict:
@@ -73,35 +69,57 @@ def _load(from_autoload: bool) -> bool:
 
     from neuron_emulator import _faults
 
+    why = _why_not(torch)
+    if why:
+        _refuse(why, from_autoload)
+        return False
+    _faults.on_load()
+    module = _register_device(torch)
+    _install(torch, module)
+    _state.update(loaded=True, reason="loaded")
+    return True
+
+
+def _why_not(torch) -> str | None:
+    """Why the emulator must not register here (an unsupported torch, a real torch-neuronx,
+    another PrivateUse1 backend), or None."""
     ver = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
     if ver not in SUPPORTED_TORCH:
         supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_TORCH)
-        _refuse(f"torch {torch.__version__} is not supported (it relies on private PrivateUse1 "
-                f"APIs tested on torch {supported})", from_autoload)
-        return False
+        return (f"torch {torch.__version__} is not supported (it relies on private PrivateUse1 "
+                f"APIs tested on torch {supported})")
     real = _real_torch_neuronx()
     if real:
-        _refuse(f"a real torch-neuronx is installed ({real}); it owns the neuron device, the "
-                "emulator steps aside (uninstall neuron-emulator)", from_autoload)
-        return False
+        return (f"a real torch-neuronx is installed ({real}); it owns the neuron device, the "
+                "emulator steps aside (uninstall neuron-emulator)")
     current = torch._C._get_privateuse1_backend_name()
     if current != "privateuseone":
-        _refuse(f"another PrivateUse1 backend is registered ('{current}'"
+        return (f"another PrivateUse1 backend is registered ('{current}'"
                 + (", the real torch-neuronx?" if current == "neuron" else "")
-                + "); leaving it alone", from_autoload)
-        return False
-    _faults.on_load()
+                + "); leaving it alone")
+    return None
+
+
+def _register_device(torch):
+    """The `neuron` rename, its device module and storage methods; returns the module."""
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-    from neuron_emulator import _autocast, _autoselect, _device_module
+    from neuron_emulator import _device_module
 
     module = _device_module.NeuronModule()
     _setup_privateuseone_for_python_backend("neuron", module, device_guard=_device_guard())
     # storages too: `.is_neuron` on a device tensor's (Typed/Untyped)Storage
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=False, for_module=False, for_packed_sequence=False, for_storage=True)
+    return module
+
+
+def _install(torch, module) -> None:
+    """Kernels, fallbacks and hooks, once `neuron` is the PrivateUse1 name."""
     from neuron_emulator import (  # need "neuron"
         _accelerator,
+        _autocast,
+        _autoselect,
         _limits,
         _neuronx,
         _rng,
@@ -135,8 +153,6 @@ def _load(from_autoload: bool) -> bool:
     _limits.install_backward_message()
     _tensor.install_foreach_types()
     _register_distributed()
-    _state.update(loaded=True, reason="loaded")
-    return True
 
 
 def _register_distributed() -> None:
