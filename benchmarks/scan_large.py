@@ -8,7 +8,10 @@ scripts that use torch, torch_xla and CUDA (they have findings), model and data 
 use torch, and plain helpers, tests and configs that do not. Each figure is the bare loop's
 time divided by scan's (higher is faster; 1.0 = as fast as parsing alone): scan with every rule
 on, rules and .gitignore walk included, no rendering. Goals (#49): `-j 1` >= 0.9x, `-j 2` >= 1.6x
-at >= 10,000 files (wall time, on a machine with 2 free cores).
+at >= 10,000 files (wall time, on a machine with 2 free cores). On a loaded machine read the
+CPU column (this process's and its children's CPU seconds): wall times there measure the
+neighbours; `-j 2`'s CPU figure is both processes' total, so it shows the pool's cost, not its
+speed-up.
 """
 
 from __future__ import annotations
