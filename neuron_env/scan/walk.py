@@ -56,8 +56,9 @@ def sniff(path: str) -> str | None:
 def display(path: str, cwd: str) -> str:
     """path as reported: relative to cwd where it is below it (path and cwd absolute)."""
     head = cwd if cwd.endswith(os.sep) else cwd + os.sep
-    if path.startswith(head) and os.path.normpath(path) == path:  # relpath's answer, cheaply
-        return Path(path[len(head):]).as_posix()
+    rel = path[len(head):]
+    if path.startswith(head) and not rel.startswith("..") and os.path.normpath(path) == path:
+        return Path(rel).as_posix()  # relpath's answer, cheaply
     rel = os.path.relpath(path, cwd)
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
