@@ -309,6 +309,25 @@ def generator_device():
 
 
 @scenario
+def torch_stream_context():
+    """test_streams.py test_stream_context: `with torch.Stream(...) as s` makes s current (its
+    device too, as PyTorch's Stream.__enter__) and restores both after the block."""
+    import torch
+
+    before = torch.accelerator.current_stream()
+    with torch.Stream(device="neuron:1") as stream:
+        assert torch.accelerator.current_stream() == stream
+        assert torch.accelerator.current_device_index() == 1
+        assert torch.neuron.current_stream(1) == stream
+        with torch.Stream(device="neuron:0") as inner:
+            assert torch.accelerator.current_stream() == inner
+        assert torch.accelerator.current_stream() == stream
+    assert torch.accelerator.current_stream() == before
+    assert torch.accelerator.current_device_index() == 0
+    assert torch.neuron.current_stream(1) == torch.neuron.default_stream(1)
+
+
+@scenario
 def torch_stream_synchronize():
     import torch
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from neuron_env.scan.ruleset import Rule
 
@@ -16,9 +17,10 @@ Edit = tuple[int, int, str, bool]  # (start, end, new text, needs `import torch`
 class Lines:
     """Maps AST positions (line, UTF-8 byte column) to offsets in the text."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, fstrings: list[ast.JoinedStr] | None = None) -> None:
         self.text = text
-        self.fstrings: list[tuple[int, int, str]] = []  # (start, end, its quote) of f-strings
+        self._nodes = fstrings or []  # the f-strings that can hold a finding (the Analyzer's)
+        self._fstrings: list[tuple[int, int, str]] | None = None
         self.starts = [0]
         for m in re.finditer(r"\r\n|\r|\n", text):
             self.starts.append(m.end())
@@ -36,6 +38,13 @@ class Lines:
 
     def offset(self, n: int, byte_col: int) -> int:
         return self.starts[n - 1] + self.column(n, byte_col)
+
+    @property
+    def fstrings(self) -> list[tuple[int, int, str]]:
+        """(start, end, its quote) of the f-strings, worked out when a fix first asks."""
+        if self._fstrings is None:
+            self._fstrings = list(_fstrings(self._nodes, self))
+        return self._fstrings
 
     def span(self, node: ast.AST) -> tuple[int, int]:
         line, col, end_line, end_col = position(node)
@@ -71,15 +80,17 @@ def _string(rule: Rule, node: ast.AST, lines: Lines) -> Edit | None:
 FSTRING = re.compile(r"""^[rRbBuUfF]*('{3}|"{3}|'|")""")
 
 
-def note_fstrings(tree: ast.AST, lines: Lines) -> None:
-    """Record where the f-strings are and which quote each uses: before Python 3.12 (PEP 701)
-    an expression inside an f-string cannot use its quote, so a fix there picks another."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.JoinedStr) and getattr(n, "end_lineno", None):
+def _fstrings(nodes: list[ast.JoinedStr], lines: Lines) -> Iterator[tuple[int, int, str]]:
+    """Where the f-strings are and which quote each uses: before Python 3.12 (PEP 701) an
+    expression inside an f-string cannot use its quote, so a fix there picks another. The
+    Analyzer collects them on its one walk: a finding's every enclosing f-string is on the way
+    to it."""
+    for n in nodes:
+        if getattr(n, "end_lineno", None):
             a, b = lines.span(n)
             m = FSTRING.match(lines.text[a:b])
             if m:
-                lines.fstrings.append((a, b, m.group(1)[0]))
+                yield a, b, m.group(1)[0]
 
 
 def quote_for(lines: Lines, a: int, b: int) -> str | None:
@@ -164,3 +175,70 @@ def import_point(tree: ast.Module, lines: Lines) -> int:
             continue
         return lines.starts[st.lineno - 1]
     return len(lines.text)
+
+
+def _used_names(tree: ast.AST) -> set[str]:
+    """Every name the code refers to (loads, stores, deletes, global/nonlocal declarations)."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if type(n) is ast.Name:
+            out.add(n.id)
+        elif type(n) is ast.Global or type(n) is ast.Nonlocal:
+            out.update(n.names)
+    return out
+
+
+def _bound(st: ast.Import | ast.ImportFrom) -> list[str] | None:
+    """The names an import binds; None for one never removed (`*`, `from __future__`)."""
+    if isinstance(st, ast.ImportFrom) and (st.module == "__future__" or
+                                           any(a.name == "*" for a in st.names)):
+        return None
+    return [a.asname or (a.name.split(".")[0] if isinstance(st, ast.Import) else a.name)
+            for a in st.names]
+
+
+def drop_unused_imports(old: ast.Module, new_text: str) -> str:
+    """new_text without the import statements that the rewrite left unused: every name such a
+    statement binds was used in the old code and is used nowhere in the new (an import unused
+    before stays, as does one that binds another name still used). Only whole statements on
+    lines of their own go (`import a; x = 1` stays); a block they would leave empty gets a
+    `pass`. A new text that does not parse is returned as it is."""
+    try:
+        tree = ast.parse(new_text)
+    except (SyntaxError, ValueError):
+        return new_text
+    before, now = _used_names(old), _used_names(tree)
+    gone = before - now
+    if not gone:
+        return new_text
+    lines = Lines(new_text)
+    cuts: list[tuple[int, int, str]] = []
+    for body in _bodies(tree):
+        drop = [st for st in body if isinstance(st, (ast.Import, ast.ImportFrom))
+                and (names := _bound(st)) and all(n in gone for n in names) and _alone(st, lines)]
+        for i, st in enumerate(drop):
+            a = lines.starts[st.lineno - 1]
+            end = st.end_lineno or st.lineno
+            b = lines.starts[end] if end < len(lines.starts) else len(new_text)
+            keep = "" if len(drop) < len(body) or body is tree.body or i else \
+                lines.line(st.lineno)[:st.col_offset] + "pass" + new_text[a:b][
+                    len(new_text[a:b].rstrip("\r\n")):]
+            cuts.append((a, b, keep))
+    out, pos = [], 0
+    for a, b, keep in sorted(cuts):
+        out += [new_text[pos:a], keep]
+        pos = b
+    return "".join(out) + new_text[pos:]
+
+
+def _bodies(tree: ast.AST) -> list[list[ast.stmt]]:
+    return [v for n in ast.walk(tree) for f in ("body", "orelse", "finalbody")
+            if isinstance(v := getattr(n, f, None), list) and v and isinstance(v[0], ast.stmt)]
+
+
+def _alone(st: ast.stmt, lines: Lines) -> bool:
+    """The statement has its lines to itself (a comment after it may go with it)."""
+    first = lines.line(st.lineno)
+    last = lines.line(st.end_lineno or st.lineno)
+    rest = last.encode("utf-8")[st.end_col_offset or 0:].decode("utf-8", "replace").strip()
+    return not first[:st.col_offset].strip() and (not rest or rest.startswith("#"))

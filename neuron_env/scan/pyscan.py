@@ -8,6 +8,7 @@ after it is imported)."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 
 from neuron_env.scan.ruleset import Ruleset
@@ -24,6 +25,28 @@ ENV_CALLS = {"os.getenv", "os.environ.get", "os.environ.setdefault", "os.environ
 DEVICE_KW = ("device", "map_location")
 
 
+def needles(rs: Ruleset) -> re.Pattern[str]:
+    """The identifiers without which a file cannot match any rule, as one pattern of whole
+    ASCII words.
+
+    Every finding of the Analyzer starts from an identifier written in the file: an imported
+    module (import rules), the first name of a qualified name (name, prefix and call rules;
+    `os` for the environment), a method name, or the `to`/`device=`/`map_location=` that a
+    device string is passed through. In ASCII text an identifier is that word between
+    non-word characters, so a file where none of these words occurs (in code, comments or
+    strings alike) has no finding; a file whose package starts with one (relative imports)
+    or that is not ASCII (identifiers are NFKC-normalised) is always analysed."""
+    words = {p.split(".")[0] for p in (*rs.names, *rs.prefixes, *rs.calls, *rs.imports)}
+    words |= {"os", "to", *DEVICE_KW, *rs.methods}
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b", re.ASCII)
+
+
+def may_hit(pattern: re.Pattern[str], text: str, package: str = "") -> bool:
+    """False only when no rule can match this file (see needles)."""
+    return (not text.isascii() or pattern.search(text) is not None
+            or (bool(package) and pattern.fullmatch(package.partition(".")[0]) is not None))
+
+
 class Scope:
     __slots__ = ("is_class", "names", "parent")
 
@@ -37,9 +60,9 @@ class Analyzer:
         self.rs, self.enabled, self.text, self.package = rs, enabled, text, package
         self.hits: list[tuple[str, ast.AST]] = []
         self.deferred: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, Scope]] = []
-        self.roots = {p.split(".")[0] for p in (*rs.names, *rs.prefixes, *rs.calls)}
-        self.roots.add("os")
+        self.roots = rs.roots
         self.module_binds_torch = False
+        self.fstrings: list[ast.JoinedStr] = []  # every f-string on the way to a finding
 
     # -- names -----------------------------------------------------------------------------
     def resolve(self, name: str, scope: Scope) -> tuple[str | None, bool]:
@@ -73,7 +96,11 @@ class Analyzer:
 
     def stmt(self, st: ast.stmt, scope: Scope) -> None:
         t = type(st)
-        if type(st) is ast.Import:
+        if t is ast.Expr or t is ast.Return:  # the commonest first (`f(x)`, `return x`)
+            value = st.value  # type: ignore[attr-defined]
+            if value is not None:
+                self.expr(value, scope)
+        elif type(st) is ast.Import:
             self.import_(st, scope)
         elif type(st) is ast.ImportFrom:
             self.import_from(st, scope)
@@ -203,7 +230,19 @@ class Analyzer:
 
     def expr(self, node: ast.AST, scope: Scope) -> None:
         t = type(node)
-        if t is A or t is N:
+        if t is N:  # ref() of a bare name, inlined: most nodes are names
+            s: Scope | None = scope
+            first, name = True, node.id  # type: ignore[attr-defined]
+            while s is not None:
+                if (first or not s.is_class) and name in s.names:
+                    q = s.names[name]
+                    if q is not None and q.partition(".")[0] in self.roots:
+                        self.hit(self.rs.match_name(q), node)
+                    return
+                first, s = False, s.parent
+            if name in self.roots:
+                self.hit(self.rs.match_name(name), node)
+        elif t is A:
             self.ref(node, scope)
         elif type(node) is C:
             self.call(node, scope)
@@ -222,8 +261,16 @@ class Analyzer:
             self.expr(node.value, scope)
             scope.names[node.target.id] = None
         else:
-            for f in _FIELDS.get(t) or _fields(t):
-                self.child(getattr(node, f, None), scope)
+            if t is ast.JoinedStr:
+                self.fstrings.append(node)  # type: ignore[arg-type]
+            for f in _FIELDS.get(t) or _fields(t):  # child(), inlined
+                v = getattr(node, f, None)
+                if type(v) is list:
+                    for e in v:
+                        if isinstance(e, ast.AST) and type(e) is not K:
+                            self.expr(e, scope)
+                elif isinstance(v, ast.AST) and type(v) is not K:
+                    self.expr(v, scope)
 
     def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                       scope: Scope) -> None:

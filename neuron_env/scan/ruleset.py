@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,12 @@ class Ruleset:
     env_prefix: dict[str, str] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
     path: str = ""
+
+    @cached_property
+    def roots(self) -> frozenset[str]:
+        """The first names of every qualified name a rule matches, and `os` (environment)."""
+        return frozenset({p.split(".")[0] for p in (*self.names, *self.prefixes, *self.calls)}
+                         | {"os"})
 
     # -- lookups (longest pattern wins) ------------------------------------------------------
     def match_name(self, qname: str) -> str | None:

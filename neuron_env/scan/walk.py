@@ -54,6 +54,11 @@ def sniff(path: str) -> str | None:
 
 
 def display(path: str, cwd: str) -> str:
+    """path as reported: relative to cwd where it is below it (path and cwd absolute)."""
+    head = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    rel = path[len(head):]
+    if path.startswith(head) and not rel.startswith("..") and os.path.normpath(path) == path:
+        return Path(rel).as_posix()  # relpath's answer, cheaply
     rel = os.path.relpath(path, cwd)
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
@@ -76,8 +81,11 @@ class Walker:
     def skip(self, path: str, reason: str) -> None:
         self.skipped.append({"path": display(path, self.cwd), "reason": reason})
 
-    def add(self, path: str, kind: str | None, explicit: bool = False) -> None:
-        real = os.path.realpath(path)
+    def add(self, path: str, kind: str | None, explicit: bool = False,
+            real: str | None = None) -> None:
+        """real: the path's real path where the caller knows it (a plain entry of a walked
+        tree: no component of it is a link)."""
+        real = real or os.path.realpath(path)
         if real in self._seen:
             return
         if kind == "sniff" or (kind is None and explicit):
@@ -95,9 +103,9 @@ class Walker:
             self.skip(path, f"larger than {MAX_BYTES // (1024 * 1024)} MiB ({size} bytes)")
             return
         self._seen.add(real)
-        pkg = self.package(os.path.dirname(os.path.abspath(path))) if kind == "python" else ""
-        self.tasks.append(Task(os.path.abspath(path), display(os.path.abspath(path), self.cwd),
-                               kind, pkg))
+        path = os.path.abspath(path)
+        pkg = self.package(os.path.dirname(path)) if kind == "python" else ""
+        self.tasks.append(Task(path, display(path, self.cwd), kind, pkg))
 
     def package(self, d: str) -> str:
         """The dotted package of directory d (iteratively: a 700-level tree of packages)."""
@@ -180,7 +188,7 @@ class Walker:
     def entry(self, e: os.DirEntry[str], top: Path, ign: gitignore.Ignores,
               inside: str) -> Path | None:
         """Handle one directory entry; a directory to descend into is returned."""
-        rel = _rel(Path(e.path), top)
+        rel = _rel_str(e.path, top)
         try:
             is_link = e.is_symlink()
             is_dir = os.path.isdir(e.path) if is_link else e.is_dir(follow_symlinks=False)
@@ -216,8 +224,18 @@ class Walker:
             self.skip(e.path, f"cannot be stat'ed: {err.strerror or err} (skipped)")
             return None
         if regular:
-            self.add(e.path, kind_of(e.name) or (None if "." in e.name else "sniff"))
+            self.add(e.path, kind_of(e.name) or (None if "." in e.name else "sniff"),
+                     real=None if is_link else e.path)
         return None
+
+
+def _rel_str(path: str, top: Path) -> str:
+    """_rel(Path(path), top) for a normalised absolute path, without building Paths."""
+    t = str(top)
+    head = t if t.endswith(os.sep) else t + os.sep
+    if path.startswith(head):
+        return path[len(head):]
+    return _rel(Path(path), top)
 
 
 def _rel(p: Path, top: Path) -> str:

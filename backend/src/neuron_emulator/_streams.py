@@ -49,6 +49,22 @@ class Stream(torch.Stream):
         event.record(self)
         return event
 
+    def __enter__(self):
+        """`with torch.Stream(device="neuron:i") as s:` as PyTorch's Stream.__enter__: the
+        stream's device becomes the current device and `s` its current stream until the block
+        ends (torch's own __enter__ leaves a device with no C++ guard as it is)."""
+        stack = self.__dict__.setdefault("_ctx", [])
+        stack.append((_devices.current(), current_stream(self.device_index)))
+        _devices.set_current(self.device_index)
+        set_stream(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        device, prev = self.__dict__["_ctx"].pop()
+        set_stream(prev)
+        _devices.set_current(device)
+        return False
+
     def __repr__(self) -> str:
         return (f"<torch.neuron.Stream device=neuron:{self.device_index} "
                 f"stream_id={self.stream_id} (emulated, synchronous)>")
