@@ -43,6 +43,7 @@ class Report:
     env: dict | None = None  # the environment doctor ran in (container variables)
     summary: str = ""  # in the summary, when the class must be named as such
     python: Callable[[Path], Path] | None = None  # the target interpreter, when it matters
+    not_in_fix: tuple[str, ...] = ()  # never in the fix line (a wrong fix)
 
 
 def _dpkg(root: Path, packages: dict[str, tuple[str, str]]) -> Path:
@@ -240,7 +241,10 @@ REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/1017", "2024-10-18", "2.20.0",
            r1017, "driver.versions", "fail",
            ("remove -y --purge aws-neuron-tools", "aws-neuronx-tools=",
-            "aws-neuronx-runtime-lib="), summary="legacy"),
+            "aws-neuronx-runtime-lib=2.22.14.0*"), summary="legacy",
+           # the trn1/inf2 runtime of 2.20.0, never the Inf1 row (2.12.23.0) the manifest lists
+           # first
+           not_in_fix=("2.12.23.0",)),
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/353", "2021-11-04", "2.3.0",
            r353, "container.driver", "warn", ("remove -y --purge aws-neuron-dkms",),
            summary="belongs on the host"),
@@ -291,6 +295,8 @@ def test_public_report(rep: Report, tmp_path, doctor_python):
     fix = r.get("fix_command") or r["fix"] or ""
     for part in rep.fix:
         assert part in fix, (rep.url, part, fix)
+    for part in rep.not_in_fix:
+        assert part not in fix, (rep.url, part, fix)
 
 
 def test_the_corpus_is_dated_and_cited():
