@@ -202,6 +202,15 @@ def r_pr736(base: Path) -> Path:
                         "aws-neuronx-tools": ("2.12.2.0", hold)})
 
 
+def r617(base: Path) -> Path:
+    """inf1 under ECS on a custom AMI built, by a typo, from the GPU-optimised ECS AMI (Amazon
+    Linux 2) instead of the Inferentia one: no Neuron driver on the host, no /dev/neuron*; moving
+    to the ECS Inferentia AMI (which ships the driver) fixed it."""
+    root = roots.make_root(base, os_release_text=AL2, instance="inf1.xlarge", devices=0)
+    hp.add_kernel(root, "5.10.157-139.675.amzn2.x86_64")
+    return root
+
+
 def with_compiler(python: Path) -> Path:
     """neuronx-cc 2.15 in the target, with an ELF program that needs libxml2.so.2."""
     from tests.helpers.envs import add_dist, site_packages
@@ -263,6 +272,9 @@ REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/pull/736", "2023-09-08", "2.13.0",
            r_pr736, "driver.versions", "fail",
            ("sudo apt-get install -y --allow-change-held-packages", "aws-neuronx-dkms=")),
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/617", "2022-12-15", "2.6.0",
+           r617, "driver.module", "fail", ("yum install -y", "kernel-devel-", "aws-neuronx-dkms"),
+           summary="not installed"),
     Report("https://github.com/huggingface/optimum-neuron/issues/698", "2024-09-20", "2.20.0",
            r_optimum698, "os.libs", "fail", ("apt-file search",), summary="libxml2.so.2",
            python=with_compiler),

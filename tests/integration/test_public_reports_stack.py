@@ -112,6 +112,16 @@ REPORTS = [
             "neuronx-cc": "2.21.18209.0", "libneuronxla": "2.2.12677.0"},  # (the DLAMI's)
            "backend.stack", "warn", ("neuronx-cc==2.21.33363.0",),
            ("neuronx-cc 2.21.18209.0 is not from Neuron 2.26.1",)),
+    # tensorflow-neuron installed into a torch-neuron environment brought tensorflow 2.8, which
+    # torch-neuron's compiler cannot use; the maintainers' fix: a fresh torch-neuron environment
+    # from AWS's Inf1 install guide (versions: Neuron 2.3.0's torch-neuron 1.11, neuron-cc and
+    # tensorflow-neuron 2.8 builds stand in; the thread gives the tensorflow version only, and
+    # does not say where it ran: inf1.xlarge stands in)
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/440", "2.3.0", "inf1.xlarge",
+           {"torch": "1.11.0", "torch-neuron": "1.11.0.2.3.0.0", "neuron-cc": "1.11.7.0",
+            "tensorflow": "2.8.0", "tensorflow-neuron": "2.8.0.2.3.0"},
+           "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
+           ("pip install torch-neuronx", "neuron-env install"), python="3.7"),
     # a compiler error on the exact Neuron 2.15.0 stack: the stack is right, doctor must not
     # blame it (the thread fixed the model, not the environment)
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/798", "2.15.0", "trn1.32xlarge",
