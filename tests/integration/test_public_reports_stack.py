@@ -122,6 +122,14 @@ REPORTS = [
             "tensorflow": "2.8.0", "tensorflow-neuron": "2.8.0.2.3.0"},
            "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
            ("pip install torch-neuronx", "neuron-env install"), python="3.7"),
+    # Python 3.9 on Ubuntu 22.04 (Neuron 2.4.0 was the release of the day): pip found no
+    # neuron-cc wheel for it and fell back to the 1.0.post1 placeholder; the maintainers' answer:
+    # Python 3.9 is not supported, use a supported Python (the pip list is the report's)
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/602", "2.4.0", "inf1.xlarge",
+           {"torch": "1.11.0", "torch-neuron": "1.11.0.2.3.0.0", "neuron-cc": "1.0.post1",
+            "tensorflow": "2.11.0", "torchvision": "0.12.0"},
+           "python.version", "fail", ("legacy-inf1/pytorch.html",), ("3.9", ">=3.7,<3.9"),
+           ("neuron-env install",), python="3.9"),
     # a compiler error on the exact Neuron 2.15.0 stack: the stack is right, doctor must not
     # blame it (the thread fixed the model, not the environment)
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/798", "2.15.0", "trn1.32xlarge",
@@ -174,3 +182,12 @@ def test_public_report(tmp_path, rep):
 
 def test_the_corpus_cites_a_dozen_reports():
     assert len({r.url for r in REPORTS}) >= 12
+
+
+def test_the_two_corpora_cite_at_least_thirty_public_reports():
+    """The issue's floor: 30 public reports, host and stack corpora together (one URL counted
+    once where both rebuild it)."""
+    from tests.integration.test_public_reports_host import REPORTS as HOST
+
+    urls = {r.url for r in REPORTS} | {r.url for r in HOST}
+    assert len(urls) >= 30, len(urls)
