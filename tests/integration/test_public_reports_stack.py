@@ -60,6 +60,16 @@ REPORTS = [
             "transformers-neuronx": "0.6.106"},
            "backend.pairing", "warn", ("--matrix 2.13.0", "--torch 1.13"), ("Neuron 2.12",),
            python="3.7"),
+    # the same ImportError ('neuron_xla_compile' from libneuronxla) in a Python 3.8 venv a few
+    # days later; the thread's answer, as aws-neuron-samples#47 quotes it: update torch-neuronx
+    # (the report's pip list is cut before the Neuron packages in what was read: #33's versions
+    # stand in, same error, same release)
+    Report("https://github.com/huggingface/optimum-neuron/issues/213", "2.13.0",
+           "inf2.48xlarge",
+           {"torch": "1.13.1", "torch-neuronx": "1.13.1.1.9.0",
+            "transformers-neuronx": "0.6.106", "aws-neuronx-runtime-discovery": "2.9"},
+           "backend.pairing", "warn", ("--matrix 2.13.0", "--torch 1.13"), ("Neuron 2.12",),
+           python="3.8"),
     # torch-neuronx on ml.inf1.6xlarge: Inf1 runs torch-neuron; no torch-neuronx install
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/655", "2.9.1", "inf1.6xlarge",
            {"torch": "1.13.0", "torch-neuronx": "1.13.0.1.6.1", "neuronx-cc": "2.5.0.28"},
