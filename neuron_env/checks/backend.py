@@ -65,6 +65,11 @@ def install_fix(ctx: Context, facts: HostFacts, m: Matrix, torch_minor: str | No
     return {"fix": lead + cmd, "fix_command": cmd, "fix_safe": True}
 
 
+def _inf1(facts: HostFacts) -> bool:
+    from neuron_env.checks.stack import inf1_stack
+    return inf1_stack(facts) is not None
+
+
 def _unusable(id_: str, facts: HostFacts) -> Result | None:
     if not facts.target.usable:
         return result(id_, "skip", "target interpreter unusable (see python.version)")
@@ -293,12 +298,16 @@ def backend_origin(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
            pip + " ".join(d.name for d in neuron) + " && " + install_cmd(ctx, facts)
            if problems else None)
     fix = (f"re-run the install (it repairs): {cmd}" if only_unfinished else cmd)
+    repair: dict[str, Any] = {"fix": fix, "fix_command": cmd, "fix_safe": True}
+    if problems and _inf1(facts):  # Inf1's torch-neuron: never an install of torch-neuronx
+        from neuron_env.checks.stack import inf1_fix
+        repair = inf1_fix()
     if problems:
         return result("backend.origin", "fail", problems[0]
                       + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
                       observed=observed, expected="packages from " + ", ".join(
                           f"{i.name} ({i.url})" for i in m.indexes),
-                      fix=fix, fix_command=cmd, fix_safe=True, docs=m.doc("setup"),
+                      **repair, docs=m.doc("setup"),
                       details={"problems": problems,
                                                               "notes": notes})
     how = ("recorded by neuron-env's install manifest" if recorded else

@@ -60,7 +60,8 @@ def instance_type(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
 def os_release(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     """the OS release is supported, with prebuilt wheels."""
     o = facts.os
-    supported = [e for e in m.os if e.status == "supported" and not e.disputed_status]
+    supported = [e for e in m.os if e.status in ("supported", "unstated")
+                 and not e.disputed_status]
     expected = ", ".join(e.label for e in supported)
     if o.error:
         return result("os.release", "fail", f"cannot tell the OS: {o.error}",
@@ -76,6 +77,11 @@ def os_release(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
                else f"{name}{like} is not supported by Neuron {m.release}")
         return result("os.release", "fail", why, observed=observed,
                       expected=expected, docs=m.doc("setup"), **_dlami_fix(m))
+    if entry.status == "unstated":
+        return Result("os.release", "os", "warn",
+                      f"{name}: the matrix's source lists it without saying whether Neuron "
+                      f"{m.release} supports it", observed=observed, expected=expected,
+                      fix=entry.message, docs=m.doc("release_notes"))
     if entry.status != "supported":
         return result("os.release", "fail", f"{name}: {entry.status}",
                       observed=observed, expected=expected, docs=m.doc("release_notes"),

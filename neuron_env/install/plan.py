@@ -111,7 +111,8 @@ def _host_problems(m: Matrix, i: Inputs) -> list[str]:
         supported = ", ".join(o.label for o in m.os
                               if o.status == "supported" and not o.disputed_status)
         out.append(f"{label} is not in Neuron {m.release}'s matrix (supported: {supported})")
-    elif entry.status != "supported" or entry.disputed_status:  # disputed: refused unforced
+    elif entry.status not in ("supported", "unstated") or entry.disputed_status:
+        # disputed: refused unforced; unstated (no source says either way): a warning
         status = (f"{entry.status} per one source and {entry.disputed_status} per another"
                   if entry.disputed_status else entry.status)
         out.append(f"{entry.label} is {status} in Neuron {m.release}"
@@ -172,6 +173,9 @@ def make_plan(m: Matrix, i: Inputs) -> Plan:
     if i.backend == "neuron" and entry is not None and entry.wheels is False and \
             entry.status == "supported":
         warnings.append(entry.message or f"{entry.label}: no prebuilt wheels stated")
+    if entry is not None and entry.status == "unstated":
+        warnings.append(f"{entry.label}: Neuron {m.release}'s sources do not say whether it "
+                        f"supports this OS" + (f" ({entry.message})" if entry.message else ""))
     present = _present_torch_pair(m, i.installed) if i.backend == "emulated" else None
     if present is not None and (i.torch is None or present.torch_minor == _minor(i.torch)):
         pair = present

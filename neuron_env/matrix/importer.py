@@ -223,11 +223,7 @@ def convert(data: dict[str, Any], source: str = "manifest",
                           "nothing was written")
     pin_major = {p["name"]: p.get("pin_major") == "true"
                  for p in data.get("package_properties", []) if isinstance(p, dict) and "name" in p}
-    oses = []
-    for o in data.get("os_properties", []):
-        if isinstance(o, dict) and o.get("os") in OS_MAP:
-            os_id, ver, code = OS_MAP[o["os"]]
-            oses.append(OSEntry(id=os_id, version=ver, codename=code, status="supported"))
+    oses = _oses(data.get("os_properties", []))
     out, skipped = [], []
     wanted = set(releases or [])
     for rel in data["neuron_releases"]:
@@ -295,6 +291,25 @@ def render(res: ImportResult) -> list[tuple[Matrix, str]]:
     return out
 
 
+# The manifest's os_properties name each OS once, for all releases together, with its default
+# Python: no release says which OSes it supports. Imported entries say exactly that
+# ("unstated", doctor warns) instead of claiming support per release.
+OS_UNSTATED = ("AWS's release manifest lists this OS for all its releases together and does not "
+               "say which releases support it: check the release's notes and setup guide")
+
+
+def _oses(props: object) -> tuple[OSEntry, ...]:
+    out = []
+    for o in props if isinstance(props, list) else []:
+        if isinstance(o, dict) and o.get("os") in OS_MAP:
+            os_id, ver, code = OS_MAP[o["os"]]
+            py = o.get("default_python_version")
+            py = py if isinstance(py, str) and re.fullmatch(r"3\.\d{1,2}", py) else None
+            out.append(OSEntry(id=os_id, version=ver, codename=code, status="unstated",
+                               message=OS_UNSTATED, source="n2-manifest", default_python=py))
+    return tuple(out)
+
+
 def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: dict[str, bool],
              oses: tuple[OSEntry, ...], mver: str, mdate: str, source: str) -> Matrix | str:
     Ver(version)
@@ -341,7 +356,7 @@ def _release(version: str, packages: list[dict[str, Any]], whl: str, pin_major: 
         release=version, date=None, status="ga", backend="xla",
         summary=(f"XLA-based torch-neuronx (torch_xla, xm.xla_device()); imported from AWS's "
                  f"release manifest {mver} ({mdate}). The manifest states no OS per release: "
-                 f"every OS it names is listed."),
+                 f"every OS it names is listed as 'unstated'."),
         python=python, architectures=("x86_64",), instances=tuple(instances),
         os=oses, pairs=tuple(pairs), companions=tuple(companions), stack=stack,
         indexes=(Index("neuron", whl, tuple(present), "NEURON_ENV_NEURON_INDEX_URL"),

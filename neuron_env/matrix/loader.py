@@ -536,7 +536,8 @@ def _str_table(r: _Reader, data: _Table, key: str) -> tuple[tuple[str, str], ...
 
 
 # -- sources: every fact says where it comes from ---------------------------------------------
-OS_EXTRA = ("build_from_source", "new_dlamis", "source", "disputed_status", "disputed_source")
+OS_EXTRA = ("build_from_source", "new_dlamis", "source", "disputed_status", "disputed_source",
+            "default_python")
 SECTIONS = ("python", "instances", "os", "pairs", "companions", "torch_companions", "indexes",
             "placeholders", "limitations", "driver", "docs", "dlami", "date", "status", "stack")
 MUST_COVER = ("python", "instances", "os", "pairs", "companions", "driver", "dlami", "stack")
@@ -546,7 +547,8 @@ def _os_extra(r: _Reader, d: _Table, p: str) -> _Table:
     out = {"build_from_source": r.bool_(d, "build_from_source", p),
            "new_dlamis": r.bool_(d, "new_dlamis", p), "source": r.str_(d, "source", p),
            "disputed_status": r.str_(d, "disputed_status", p, OS_STATUSES),
-           "disputed_source": r.str_(d, "disputed_source", p)}
+           "disputed_source": r.str_(d, "disputed_source", p),
+           "default_python": r.str_(d, "default_python", p)}
     if out["disputed_status"] and not out["disputed_source"]:
         r.bad(_join(p, "disputed_source"), "a disputed status needs the source that says it")
     return out

@@ -9,7 +9,7 @@ from neuron_env.util.record import factory, record
 from neuron_env.util.versions import Spec, Ver
 
 FORMAT_VERSION = 1
-OS_STATUSES = ("supported", "end-of-support", "unsupported")
+OS_STATUSES = ("supported", "unstated", "end-of-support", "unsupported")
 RELEASE_STATUSES = ("ga", "beta", "preview", "deprecated")
 BACKEND_KINDS = ("native", "xla")
 
@@ -51,6 +51,7 @@ class OSEntry:
     source: str | None = None  # id of the [[sources]] entry behind `status`
     disputed_status: str | None = None  # what another source says (e.g. end-of-support)
     disputed_source: str | None = None
+    default_python: str | None = None  # the OS's default Python, where a source states it
 
     @property
     def label(self) -> str:

@@ -32,7 +32,8 @@ def to_data(m: Matrix) -> dict[str, Any]:
                           "build_from_source": o.build_from_source,
                           "new_dlamis": o.new_dlamis, "source": o.source,
                           "disputed_status": o.disputed_status,
-                          "disputed_source": o.disputed_source})
+                          "disputed_source": o.disputed_source,
+                          "default_python": o.default_python})
                for o in m.os],
         "pairs": [drop_none({"torch": str(p.torch), "torch_neuronx": fmt_spec(p.torch_neuronx),
                              "python": fmt_spec(p.python) or None, "note": p.note})

@@ -43,6 +43,7 @@ class Report:
     env: dict | None = None  # the environment doctor ran in (container variables)
     summary: str = ""  # in the summary, when the class must be named as such
     python: Callable[[Path], Path] | None = None  # the target interpreter, when it matters
+    not_in_fix: tuple[str, ...] = ()  # never in the fix line (a wrong fix)
 
 
 def _dpkg(root: Path, packages: dict[str, tuple[str, str]]) -> Path:
@@ -201,6 +202,15 @@ def r_pr736(base: Path) -> Path:
                         "aws-neuronx-tools": ("2.12.2.0", hold)})
 
 
+def r617(base: Path) -> Path:
+    """inf1 under ECS on a custom AMI built, by a typo, from the GPU-optimised ECS AMI (Amazon
+    Linux 2) instead of the Inferentia one: no Neuron driver on the host, no /dev/neuron*; moving
+    to the ECS Inferentia AMI (which ships the driver) fixed it."""
+    root = roots.make_root(base, os_release_text=AL2, instance="inf1.xlarge", devices=0)
+    hp.add_kernel(root, "5.10.157-139.675.amzn2.x86_64")
+    return root
+
+
 def with_compiler(python: Path) -> Path:
     """neuronx-cc 2.15 in the target, with an ELF program that needs libxml2.so.2."""
     from tests.helpers.envs import add_dist, site_packages
@@ -241,7 +251,10 @@ REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/1017", "2024-10-18", "2.20.0",
            r1017, "driver.versions", "fail",
            ("remove -y --purge aws-neuron-tools", "aws-neuronx-tools=",
-            "aws-neuronx-runtime-lib="), summary="legacy"),
+            "aws-neuronx-runtime-lib=2.22.14.0*"), summary="legacy",
+           # the trn1/inf2 runtime of 2.20.0, never the Inf1 row (2.12.23.0) the manifest lists
+           # first
+           not_in_fix=("2.12.23.0",)),
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/353", "2021-11-04", "2.3.0",
            r353, "container.driver", "warn", ("remove -y --purge aws-neuron-dkms",),
            summary="belongs on the host"),
@@ -260,6 +273,9 @@ REPORTS = [
     Report("https://github.com/aws-neuron/aws-neuron-sdk/pull/736", "2023-09-08", "2.13.0",
            r_pr736, "driver.versions", "fail",
            ("sudo apt-get install -y --allow-change-held-packages", "aws-neuronx-dkms=")),
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/617", "2022-12-15", "2.6.0",
+           r617, "driver.module", "fail", ("yum install -y", "kernel-devel-", "aws-neuronx-dkms"),
+           summary="not installed"),
     Report("https://github.com/huggingface/optimum-neuron/issues/698", "2024-09-20", "2.20.0",
            r_optimum698, "os.libs", "fail", ("apt-file search",), summary="libxml2.so.2",
            python=with_compiler),
@@ -292,6 +308,8 @@ def test_public_report(rep: Report, tmp_path, doctor_python):
     fix = r.get("fix_command") or r["fix"] or ""
     for part in rep.fix:
         assert part in fix, (rep.url, part, fix)
+    for part in rep.not_in_fix:
+        assert part not in fix, (rep.url, part, fix)
 
 
 def test_the_corpus_is_dated_and_cited():

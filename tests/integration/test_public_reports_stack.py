@@ -60,6 +60,16 @@ REPORTS = [
             "transformers-neuronx": "0.6.106"},
            "backend.pairing", "warn", ("--matrix 2.13.0", "--torch 1.13"), ("Neuron 2.12",),
            python="3.7"),
+    # the same ImportError ('neuron_xla_compile' from libneuronxla) in a Python 3.8 venv a few
+    # days later; the thread's answer, as aws-neuron-samples#47 quotes it: update torch-neuronx
+    # (the report's pip list is cut before the Neuron packages in what was read: #33's versions
+    # stand in, same error, same release)
+    Report("https://github.com/huggingface/optimum-neuron/issues/213", "2.13.0",
+           "inf2.48xlarge",
+           {"torch": "1.13.1", "torch-neuronx": "1.13.1.1.9.0",
+            "transformers-neuronx": "0.6.106", "aws-neuronx-runtime-discovery": "2.9"},
+           "backend.pairing", "warn", ("--matrix 2.13.0", "--torch 1.13"), ("Neuron 2.12",),
+           python="3.8"),
     # torch-neuronx on ml.inf1.6xlarge: Inf1 runs torch-neuron; no torch-neuronx install
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/655", "2.9.1", "inf1.6xlarge",
            {"torch": "1.13.0", "torch-neuronx": "1.13.0.1.6.1", "neuronx-cc": "2.5.0.28"},
@@ -112,6 +122,24 @@ REPORTS = [
             "neuronx-cc": "2.21.18209.0", "libneuronxla": "2.2.12677.0"},  # (the DLAMI's)
            "backend.stack", "warn", ("neuronx-cc==2.21.33363.0",),
            ("neuronx-cc 2.21.18209.0 is not from Neuron 2.26.1",)),
+    # tensorflow-neuron installed into a torch-neuron environment brought tensorflow 2.8, which
+    # torch-neuron's compiler cannot use; the maintainers' fix: a fresh torch-neuron environment
+    # from AWS's Inf1 install guide (versions: Neuron 2.3.0's torch-neuron 1.11, neuron-cc and
+    # tensorflow-neuron 2.8 builds stand in; the thread gives the tensorflow version only, and
+    # does not say where it ran: inf1.xlarge stands in)
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/440", "2.3.0", "inf1.xlarge",
+           {"torch": "1.11.0", "torch-neuron": "1.11.0.2.3.0.0", "neuron-cc": "1.11.7.0",
+            "tensorflow": "2.8.0", "tensorflow-neuron": "2.8.0.2.3.0"},
+           "backend.torch_neuron", "fail", ("legacy-inf1/pytorch.html",), ("torch-neuron",),
+           ("pip install torch-neuronx", "neuron-env install"), python="3.7"),
+    # Python 3.9 on Ubuntu 22.04 (Neuron 2.4.0 was the release of the day): pip found no
+    # neuron-cc wheel for it and fell back to the 1.0.post1 placeholder; the maintainers' answer:
+    # Python 3.9 is not supported, use a supported Python (the pip list is the report's)
+    Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/602", "2.4.0", "inf1.xlarge",
+           {"torch": "1.11.0", "torch-neuron": "1.11.0.2.3.0.0", "neuron-cc": "1.0.post1",
+            "tensorflow": "2.11.0", "torchvision": "0.12.0"},
+           "python.version", "fail", ("legacy-inf1/pytorch.html",), ("3.9", ">=3.7,<3.9"),
+           ("neuron-env install",), python="3.9"),
     # a compiler error on the exact Neuron 2.15.0 stack: the stack is right, doctor must not
     # blame it (the thread fixed the model, not the environment)
     Report("https://github.com/aws-neuron/aws-neuron-sdk/issues/798", "2.15.0", "trn1.32xlarge",
@@ -164,3 +192,12 @@ def test_public_report(tmp_path, rep):
 
 def test_the_corpus_cites_a_dozen_reports():
     assert len({r.url for r in REPORTS}) >= 12
+
+
+def test_the_two_corpora_cite_at_least_thirty_public_reports():
+    """The issue's floor: 30 public reports, host and stack corpora together (one URL counted
+    once where both rebuild it)."""
+    from tests.integration.test_public_reports_host import REPORTS as HOST
+
+    urls = {r.url for r in REPORTS} | {r.url for r in HOST}
+    assert len(urls) >= 30, len(urls)

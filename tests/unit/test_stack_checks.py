@@ -245,3 +245,15 @@ def test_the_summary_leads_with_the_failure():
     r = run({**GOOD_220, "neuronx-cc": "2.14.227.0", "torch-xla": "2.1.3"})["backend.stack"]
     assert r.status == "fail" and r.summary.startswith("torch-xla 2.1.3")
     assert "(+1 more)" in r.summary
+
+
+def test_a_placeholder_neuron_cc_in_an_inf1_environment_is_no_torch_neuronx_install():
+    """aws-neuron-sdk#602: Python 3.9 made pip take neuron-cc's 1.0.post1 placeholder beside
+    torch-neuron; backend.origin used to answer `pip uninstall torch-neuron neuron-cc &&
+    neuron-env install` (torch-neuronx on an Inf1 environment)."""
+    inf1 = {"torch": "1.11.0", "torch-neuron": "1.11.0.2.3.0.0", "neuron-cc": "1.0.post1"}
+    r = run(inf1, m=catalog.select("2.4.0"), instance="inf1.xlarge",
+            ids=("backend.origin",))["backend.origin"]
+    assert r.status == "fail" and "PLACEHOLDER" in r.summary
+    assert r.fix_command is None and "neuron-env install" not in (r.fix or "")
+    assert "legacy-inf1/pytorch.html" in (r.fix or "")
