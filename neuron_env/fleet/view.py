@@ -67,6 +67,21 @@ def junit(body: dict[str, Any]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
+def json_text(body: dict[str, Any]) -> str:
+    """The JSON document: indented, every instance on one line of its own written by json's C
+    encoder (the indenting encoder is pure Python: 20 s for 10,000 nodes). Same values as
+    json.dumps(body, indent=2)."""
+    from neuron_env.util.jsonout import dumps
+
+    head = dumps({k: v for k, v in body.items() if k not in ("instances", "exit_code")},
+                 indent=2)
+    nodes = ",\n    ".join(dumps(r) for r in body["instances"])
+    # the envelope's key order: ..., instances, exit_code (last)
+    return (head.removesuffix("\n}") + ',\n  "instances": ['
+            + (f"\n    {nodes}\n  ]" if nodes else "]")
+            + f',\n  "exit_code": {dumps(body["exit_code"])}\n}}\n')
+
+
 def html(body: dict[str, Any]) -> str:
     """The HTML page (report/html_fleet.py, imported only when asked for)."""
     from neuron_env.report import html_fleet

@@ -122,6 +122,8 @@ class Document:
     view: Callable[[dict[str, Any]], str]
     junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
+    # its own JSON text, where the body is too large for the indenting encoder (a fleet)
+    json: Callable[[dict[str, Any]], str] | None = None
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""
@@ -131,4 +133,9 @@ class Document:
         return int(self.body.get("exit_code", 0))
 
     def serialize(self) -> dict[str, Any]:
+        if self.json is not None:  # a body with a lazy part (fleet instances): plain values
+            import json
+
+            doc: dict[str, Any] = json.loads(self.json(self.body))
+            return doc
         return self.body
