@@ -68,6 +68,8 @@ class Fleet:
         self.nodes: list[Node] = []
         self.check_ids: dict[str, int] = {}
         self._shared: dict[Any, Any] = {}
+        self._codes: dict[tuple[Any, Any], int] = {}  # (id, status) as reported -> its code
+        self._lines: dict[str, str] = {}  # a reason's text -> its one line
         self.summary = dict.fromkeys(VERDICTS, 0)
         self.failing: dict[str, list[Any]] = {}  # id -> [status, summary, count, node indexes]
         self.versions: dict[str, Counter[str]] = {c: Counter() for c in V.COMPONENTS}
@@ -108,21 +110,40 @@ class Fleet:
                 None, None, e.truncated)
 
     def _read(self, e: Entry) -> Node:
-        doc, s = e.doc or {}, self._share
-        itype = ((doc.get("target") or {}).get("instance") or {}).get("type")
-        failing = s(tuple(s((p["id"], status(p["status"]), p["summary"], p["fix"]))
-                          for p in V.problems(doc)))
-        codes = array("I")
+        """One pass over the results: each (id, status) pair is coded once per fleet, the
+        failing ones kept (as verdict.problems), the reason made one line once per text."""
+        doc, s, memo = e.doc or {}, self._share, self._codes
+        bad = (*V.BAD, "warn") if doc.get("strict", False) else V.BAD
+        codes, failing = array("I"), []
         for r in doc.get("results") or []:
-            if isinstance(r, dict):
-                cid = str(r.get("id"))
-                i = self.check_ids.setdefault(cid, len(self.check_ids))
-                codes.append(i << 3 | STATUSES.index(status(r.get("status"))))
-        code = doc.get("exit_code")
-        return Node(e.id, e.source, V.verdict(doc), code if isinstance(code, int) else None,
-                    s(V.reason(doc)), failing, s(codes.tobytes()),
+            key = (r.get("id"), r.get("status"))
+            try:
+                code = memo[key]
+            except (KeyError, TypeError):  # new, or an id/status that is not hashable
+                code = self._code(key)
+            codes.append(code)
+            if key[1] in bad:
+                failing.append(s((str(key[0]), key[1], str(r.get("summary", "")),
+                                  V._fix(r))))
+        text = V.reason_text(doc, [{"id": f[0], "summary": f[2]} for f in failing])
+        line = self._lines.get(text)
+        if line is None:
+            line = self._lines[text] = V.one_line(text, V.REASON_MAX)
+        itype = ((doc.get("target") or {}).get("instance") or {}).get("type")
+        exit_code = doc.get("exit_code")
+        return Node(e.id, e.source, V.verdict(doc),
+                    exit_code if isinstance(exit_code, int) else None,
+                    line, s(tuple(failing)), s(codes.tobytes()),
                     s(tuple(V.versions(doc).values())),
                     None if itype is None else s(str(itype)), None, e.truncated)
+
+    def _code(self, key: tuple[Any, Any]) -> int:
+        cid = str(key[0])
+        i = self.check_ids.setdefault(cid, len(self.check_ids))
+        code = i << 3 | STATUSES.index(status(key[1]))
+        if type(key[0]) is str and (key[1] is None or type(key[1]) is str):
+            self._codes[key] = code  # (1, ..) and (True, ..) are one key: strings only
+        return code
 
     def ids(self) -> list[str]:
         """Each node's id in the document: its own where it is unique; an id that several

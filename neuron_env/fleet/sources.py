@@ -76,17 +76,17 @@ def shape_problem(doc: dict[str, Any]) -> str | None:
     results = doc.get("results")
     if results is not None and not isinstance(results, list):
         return f"results is {type(results).__name__}, not a list"
-    for i, r in enumerate(results or []):
-        if not isinstance(r, dict):
-            return f"results[{i}] is {type(r).__name__}, not an object"
+    if results and not all(isinstance(r, dict) for r in results):
+        i, r = next((i, r) for i, r in enumerate(results) if not isinstance(r, dict))
+        return f"results[{i}] is {type(r).__name__}, not an object"
     return None
 
 
 def _files(arg: str) -> list[Path]:
     p = Path(arg)
     if p.is_dir():
-        found = sorted(x for x in p.rglob("*") if x.is_file() and
-                       (x.suffix == ".json" or x.name == "stdout"))
+        found = sorted((x for x in p.rglob("*") if (x.suffix == ".json" or x.name == "stdout")
+                        and x.is_file()), key=lambda x: x.parts)
         if not found:
             raise ConfigurationError(f"{arg}: no *.json reports in this directory",
                                      hint="write them with `neuron-env doctor --format json "
