@@ -5,7 +5,7 @@ command, side by side in one run (run by hand, not in CI).
     python benchmarks/fleet_scale.py [--n 10000] [--runs 3] [--formats text,json,junit,html]
                                      [--repo DIR] [--s3 10000]
 
-The reports: a REAL full doctor run against three fixture roots (tests/helpers/fleet_reports:
+The reports: a REAL full doctor run against three fixture roots (tests/helpers/fleet_reports.py:
 ~14 KB, 21 checks each), varied per instance. `--repo DIR`: measure the neuron-env of another
 checkout too (e.g. `git archive <commit> | tar -x -C DIR`: the "before" column), in the same
 run. `--s3 N`: also N objects in a moto server on loopback, `fleet report s3://...` read one at

@@ -133,9 +133,7 @@ class Document:
         return int(self.body.get("exit_code", 0))
 
     def serialize(self) -> dict[str, Any]:
-        if self.json is not None:  # a body with a lazy part (fleet instances): plain values
-            import json
-
-            doc: dict[str, Any] = json.loads(self.json(self.body))
-            return doc
+        if self.json is not None:  # a body with a lazy part (fleet instances): made a list
+            return {k: v if isinstance(v, dict | list | str | int | float | None) else list(v)
+                    for k, v in self.body.items()}
         return self.body

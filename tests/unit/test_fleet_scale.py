@@ -141,6 +141,11 @@ def test_a_tab_in_a_status_is_read_as_error_and_the_page_renders():
                                               "summary": "x"}], 0))]
     body = aggregate(es, {"engine": "files"})
     assert [r["checks"]["a"] for r in body["instances"]] == ["error", "error"]
+    import jsonschema
+
+    from tests.unit.test_fleet import SCHEMA
+
+    jsonschema.validate(body, SCHEMA)  # the schema's closed set of statuses
     page = view.html(body)
     assert "pass\tfail" not in page and 'title="a: error"' in page
 
@@ -210,3 +215,14 @@ def test_s3_objects_are_read_a_bounded_number_at_a_time_in_order():
     assert got == [f"k{i:03d}" for i in range(120)]
     assert 1 < state["most"] <= 4
     assert [e.id for e in _pooled(read, ["a", "b"], 1)] == ["a", "b"]
+
+
+def test_a_streamed_fleet_document_serializes_to_plain_values():
+    from neuron_env.commands.fleet import FleetDocument
+    from neuron_env.report.render import render
+
+    doc = FleetDocument(stream([Entry("i-1", "f", unreachable="offline", detail="gone")],
+                               {"engine": "files"}), view.text)
+    plain = doc.serialize()
+    assert isinstance(plain["instances"], list) and plain["instances"][0]["id"] == "i-1"
+    assert json.loads(render(doc, "json")) == json.loads(json.dumps(plain))
