@@ -83,6 +83,9 @@ def s3(n: int, d: Path, runs: int) -> None:
     from neuron_env.fleet import sources
     from tests.integration.conftest import ACCOUNT, free_port
 
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per GET otherwise
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
