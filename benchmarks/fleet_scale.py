@@ -77,13 +77,13 @@ def files(args: argparse.Namespace, d: Path, env: dict[str, str]) -> None:
 
 
 def s3(n: int, d: Path, runs: int) -> None:
+    import logging
+
     from moto.s3.models import s3_backends
     from moto.server import ThreadedMotoServer
 
     from neuron_env.fleet import sources
     from tests.integration.conftest import ACCOUNT, free_port
-
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per GET otherwise
     port = free_port()
