@@ -19,13 +19,17 @@ def text(body: dict[str, Any]) -> str:
     src = body.get("source") or {}
     lines = [f"fleet: {s['instances']} instances ({counts or 'none'})"
              + (f"  [SSM command {src['command_id']}]" if src.get("command_id") else "")]
-    bad = [r for r in body["instances"] if r["verdict"] not in OK]
+    bad, n_bad = [], 0  # the first SHOWN kept, the rest counted (100,000 nodes may fail)
+    for r in body["instances"]:
+        if r["verdict"] not in OK:
+            n_bad += 1
+            if len(bad) < SHOWN:
+                bad.append(r)
     if bad:
         lines.append("\nnot passing:")
-        lines += [f"  {f1(r['id']):<22} {r['verdict']:<11} {f1(r['reason'])}"
-                  for r in bad[:SHOWN]]
-        if len(bad) > SHOWN:
-            lines.append(f"  … {len(bad) - SHOWN} more (see --format json)")
+        lines += [f"  {f1(r['id']):<22} {r['verdict']:<11} {f1(r['reason'])}" for r in bad]
+        if n_bad > SHOWN:
+            lines.append(f"  … {n_bad - SHOWN} more (see --format json)")
     if body["failing_checks"]:
         lines.append("\nfailing checks:")
         lines += [f"  {f1(f['id']):<22} {f['count']:>5} instance(s)  {f1(f['summary'])}"
