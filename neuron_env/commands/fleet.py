@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from neuron_env.fleet import view
-from neuron_env.fleet.aggregate import aggregate
+from neuron_env.fleet.aggregate import aggregate, stream
 from neuron_env.report.model import Document
 
 
 def FleetDocument(body: dict[str, Any], text_view) -> Document:
     """A Document that also speaks JUnit (one testcase per instance) and HTML."""
-    return Document(body, text_view, junit=view.junit, html=view.html)
+    return Document(body, text_view, junit=view.junit, html=view.html, json=view.json_text)
 
 
 def fleet_doctor(opts) -> Document:
@@ -27,9 +27,8 @@ def fleet_report(args: list[str], region: str | None = None,
                  timeout: float | None = None) -> Document:
     from neuron_env.fleet import sources
 
-    entries = sources.from_args(args, region, timeout)
-    return FleetDocument(aggregate(entries, {"engine": "files", "inputs": args}),
-                         view.text)
+    body = stream(sources.entries(args, region, timeout), {"engine": "files", "inputs": args})
+    return FleetDocument(body, view.text)
 
 
 def _text_of(key: str) -> Callable[[dict[str, Any]], str]:

@@ -4,14 +4,16 @@ into aggregate.Entry objects. The only I/O of `fleet report`."""
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import CommandTimeout, ConfigurationError
 from neuron_env.fleet.aggregate import Entry
+from neuron_env.report import verdict as V
 from neuron_env.report.verdict import instance_id
 from neuron_env.util.files import FileProblem, read_bounded
-from neuron_env.util.record import replace
 
 MAX_REPORT = 16 * 1024 * 1024  # one doctor JSON is a few KiB; a huge file is not one
 
@@ -34,8 +36,7 @@ def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
             "not a doctor report: JSON nested too deeply" if "nested" in why
             else f"not JSON ({why.removeprefix('is not valid JSON (').rstrip(')')})"), **kw)
     if not isinstance(doc, dict) or doc.get("schema") != DOCTOR:
-        schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        return Entry(name, source, unreadable=f"not a doctor report (schema {schema!r}); "
+        return Entry(name, source, unreadable=f"not a doctor report ({_schema_of(doc)}); "
                      "make it with `neuron-env doctor --format json`", **kw)
     bad = shape_problem(doc)
     if bad:
@@ -45,6 +46,17 @@ def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
     return Entry(own if isinstance(own, str) and own else name, source, doc=doc, **kw)
 
 
+def _schema_of(doc: object) -> str:
+    """What the document is instead, in words (never `schema None`)."""
+    if not isinstance(doc, dict):
+        return f"a JSON {_JSON_TYPES.get(type(doc), type(doc).__name__)}, not an object"
+    if "schema" not in doc:
+        return "no `schema` field"
+    return f"schema {V.one_line(repr(doc['schema']), 80)}"
+
+
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
 _OBJECTS = (("summary",), ("target",), ("target", "instance"), ("target", "packages"),
             ("target", "driver"), ("target", "driver", "apt_packages"), ("error",))
 
@@ -64,17 +76,17 @@ def shape_problem(doc: dict[str, Any]) -> str | None:
     results = doc.get("results")
     if results is not None and not isinstance(results, list):
         return f"results is {type(results).__name__}, not a list"
-    for i, r in enumerate(results or []):
-        if not isinstance(r, dict):
-            return f"results[{i}] is {type(r).__name__}, not an object"
+    if results and not all(isinstance(r, dict) for r in results):
+        i, r = next((i, r) for i, r in enumerate(results) if not isinstance(r, dict))
+        return f"results[{i}] is {type(r).__name__}, not an object"
     return None
 
 
 def _files(arg: str) -> list[Path]:
     p = Path(arg)
     if p.is_dir():
-        found = sorted(x for x in p.rglob("*") if x.is_file() and
-                       (x.suffix == ".json" or x.name == "stdout"))
+        found = sorted((x for x in p.rglob("*") if (x.suffix == ".json" or x.name == "stdout")
+                        and x.is_file()), key=lambda x: x.parts)
         if not found:
             raise ConfigurationError(f"{arg}: no *.json reports in this directory",
                                      hint="write them with `neuron-env doctor --format json "
@@ -93,46 +105,47 @@ def _name(path: Path) -> str:
 
 def from_args(args: list[str], region: str | None = None,
               timeout: float | None = None) -> list[Entry]:
-    """Every input's entries; s3:// reads all end within `timeout` s (from now) when given."""
+    """Every input's entries (see entries())."""
+    return list(entries(args, region, timeout))
+
+
+def entries(args: list[str], region: str | None = None,
+            timeout: float | None = None) -> Iterator[Entry]:
+    """Every input's entries, one at a time (aggregate.Fleet keeps a summary of each, not the
+    report); s3:// reads all end within `timeout` s (from now) when given."""
     if not args:
         raise ConfigurationError("no reports given",
                                  hint="neuron-env fleet report FILES...|DIR|s3://bucket/prefix")
     import time
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    entries: list[Entry] = []
     for arg in args:
         if arg.startswith("s3://"):
-            entries += from_s3(arg, region, deadline)
+            yield from from_s3(arg, region, deadline)
             continue
         for path in _files(arg):
-            try:
-                raw = read_bounded(path, MAX_REPORT)  # a FIFO or a 10 GB file: not a report
-            except FileProblem as e:
-                entries.append(Entry(_name(path), str(path), unreadable=e.why))
-                continue
-            except OSError as e:
-                entries.append(Entry(_name(path), str(path), unreadable=f"cannot read: "
-                                     f"{e.strerror or e}"))
-                continue
-            entries.append(parse(raw, _name(path), str(path)))
-    return _unique(entries)
+            yield _file_entry(path)
 
 
-def _unique(entries: list[Entry]) -> list[Entry]:
-    """Two reports of one instance id (a rerun, a cloned AMI's stale id): name them apart."""
-    seen: dict[str, int] = {}
-    out = []
-    for e in entries:
-        n = seen[e.id] = seen.get(e.id, 0) + 1
-        out.append(e if n == 1 else replace(e, id=f"{e.id}#{n}"))
-    return out
+def _file_entry(path: Path) -> Entry:
+    try:
+        raw = read_bounded(path, MAX_REPORT)  # a FIFO or a 10 GB file: not a report
+    except FileProblem as e:
+        return Entry(_name(path), str(path), unreadable=e.why)
+    except OSError as e:
+        return Entry(_name(path), str(path), unreadable=f"cannot read: {e.strerror or e}")
+    return parse(raw, _name(path), str(path))
 
 
-def from_s3(uri: str, region: str | None, deadline: float | None = None) -> list[Entry]:
-    """The reports under s3://bucket/prefix. Each exchange has its own deadline (see
-    ssm_fleet.bounded), none past `deadline` (monotonic): a trickled object is "unreadable",
-    the others are still read; a listing that times out is the command's timeout."""
+WORKERS = 10  # objects read at once (botocore keeps 10 connections per client)
+
+
+def from_s3(uri: str, region: str | None, deadline: float | None = None,
+            workers: int = WORKERS) -> Iterator[Entry]:
+    """The reports under s3://bucket/prefix, read `workers` at a time (in key order). Each
+    exchange has its own deadline (see ssm_fleet.bounded), none past `deadline` (monotonic):
+    a trickled object is "unreadable", the others are still read; a listing that times out is
+    the command's timeout."""
     from neuron_env.aws import ssm_fleet
     from neuron_env.aws.client import AwsError
 
@@ -145,13 +158,36 @@ def from_s3(uri: str, region: str | None, deadline: float | None = None) -> list
                 if k.endswith(".json") or SSM_KEY.search(k)]
         if not keys:
             raise ConfigurationError(f"{uri}: no reports (*.json or SSM stdout objects)")
-        return [_s3_entry(s3, bucket, k, deadline) for k in keys]
+        yield from _pooled(lambda k: _s3_entry(s3, bucket, k, deadline), keys, workers)
     except AwsError as e:
         if e.code == "timed-out":
             raise CommandTimeout(f"{uri}: {e.message}") from None
         raise ConfigurationError(f"{uri}: {e.message}",
                                  hint="check the bucket, region and s3:ListBucket/"
                                  "s3:GetObject permissions") from None
+
+
+def _pooled(read: Callable[[str], Entry], keys: list[str], workers: int) -> Iterator[Entry]:
+    """read(key) for every key on `workers` threads, in key order, at most 2 x workers read
+    ahead of the caller (a slow consumer never holds 10,000 parsed reports)."""
+    if workers <= 1:
+        yield from map(read, keys)
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="s3 read") as pool:
+        ahead: deque[Future[Entry]] = deque()
+        todo = iter(keys)
+        try:
+            for k in todo:
+                ahead.append(pool.submit(read, k))
+                if len(ahead) >= 2 * workers:
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:
+            for f in ahead:
+                f.cancel()
 
 
 def _s3_entry(s3: Any, bucket: str, key: str, deadline: float | None = None) -> Entry:

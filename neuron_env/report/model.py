@@ -127,6 +127,8 @@ class Document:
     junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
     sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
+    # its own JSON text, where the body is too large for the indenting encoder (a fleet)
+    json: Callable[[dict[str, Any]], str] | None = None
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""
@@ -136,4 +138,7 @@ class Document:
         return int(self.body.get("exit_code", 0))
 
     def serialize(self) -> dict[str, Any]:
+        if self.json is not None:  # a body with a lazy part (fleet instances): made a list
+            return {k: v if isinstance(v, dict | list | str | int | float | None) else list(v)
+                    for k, v in self.body.items()}
         return self.body

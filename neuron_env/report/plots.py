@@ -148,7 +148,10 @@ def _log_ticks(ax: Any, values: list[float]) -> None:
 
 def stacked(labels: Sequence[str], series: dict[str, Sequence[int]], *, title: str,
             xlabel: str, salt: str = "stacked") -> str:
-    """Horizontal stacked bars: per label, one segment per series (a status: its colour)."""
+    """Horizontal stacked bars: per label, one segment per series (a status: its colour);
+    the values are counts (of nodes): the axis ticks are whole numbers."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = _pyplot()
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.24 * max(len(labels), 1)))
@@ -159,6 +162,7 @@ def stacked(labels: Sequence[str], series: dict[str, Sequence[int]], *, title: s
             left = [a + b for a, b in zip(left, values, strict=True)]
         ax.set_yticks(range(len(labels)), [str(x) for x in labels])
         ax.invert_yaxis()
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(xlabel)
         ax.set_title(title, loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1, 1), frameon=False)

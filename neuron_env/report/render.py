@@ -40,6 +40,8 @@ def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",
 
 def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:
     if fmt == "json":
+        if isinstance(out, Document) and out.json is not None:
+            return out.json(out.body)
         return dumps(out.serialize(), indent=2) + "\n"
     if isinstance(out, Document):
         if fmt == "text":

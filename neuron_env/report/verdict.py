@@ -47,6 +47,11 @@ def statuses(doc: dict[str, Any]) -> dict[str, str]:
 
 def reason(doc: dict[str, Any]) -> str:
     """One line, no newlines, bounded: usable as `scontrol update ... reason=...`."""
+    return one_line(reason_text(doc), REASON_MAX)
+
+
+def reason_text(doc: dict[str, Any], bad: list[dict[str, str | None]] | None = None) -> str:
+    """reason() before it is made one line (`bad`: problems(doc), where already known)."""
     v = verdict(doc)
     if v in ("pass", "warn"):
         s = doc.get("summary") or {}
@@ -54,14 +59,14 @@ def reason(doc: dict[str, Any]) -> str:
     elif doc.get("error"):  # the error envelope: doctor could not run at all
         text = f"neuron-env: {v}: {(doc['error'] or {}).get('message', '')}"
     else:
-        bad = problems(doc)
+        bad = problems(doc) if bad is None else bad
         if not bad:
             text = f"neuron-env: {v} (exit {doc.get('exit_code')})"
         else:
             text = f"neuron-env: {bad[0]['id']}: {bad[0]['summary']}"
             if len(bad) > 1:
                 text += f" (+{len(bad) - 1} more)"
-    return one_line(text, REASON_MAX)
+    return text
 
 
 def one_line(text: str, limit: int) -> str:

@@ -176,14 +176,26 @@ def _bad(what: str, why: str) -> BadInput:
     return BadInput(f"{what}: {why}")
 
 
-def _depth(doc: Any) -> int:
-    """The nesting depth of a parsed JSON value, without recursion."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            deepest = max(deepest, d)
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b'[]{}"')
+_OPEN_CLOSE = bytes.maketrans(b"[{]}", b"(())")
+
+
+def _depth(text: bytes, limit: int) -> int:
+    """The nesting depth of a document json.loads ACCEPTED (its UTF-8 bytes), at most
+    limit + 1: read from the bytes, not the parsed objects (no walk of them in Python; a few
+    C-speed passes, ~5x cheaper than the walk on a doctor report). Escaped backslashes and
+    quotes go first, then everything but brackets and quotes; the brackets inside strings
+    (every other piece between quotes) go; then one pass per level removes the innermost
+    `()` pairs."""
+    if b"\\" in text:
+        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    s = b"".join(text.translate(None, _NOT_BRACKET).split(b'"')[::2]).translate(_OPEN_CLOSE)
+    deepest = 0
+    while s and deepest <= limit:
+        inner = s.replace(b"()", b"")
+        if len(inner) == len(s):  # not reached for valid JSON
+            break
+        s, deepest = inner, deepest + 1
     return deepest
 
 
@@ -198,12 +210,13 @@ def parse_json(data: bytes | str, what: str, *, depth: int = MAX_DEPTH,
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         doc = json.loads(text, parse_constant=None if not finite else _no_constant)
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     except RecursionError:
         raise _bad(what, f"is nested more than {depth} levels deep: not the document expected "
                          "here") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise _bad(what, f"is not valid JSON ({e})") from None
-    if _depth(doc) > depth:
+    if _depth(raw, depth) > depth:
         raise _bad(what, f"is nested more than {depth} levels deep: not the document expected "
                          "here")
     return doc

@@ -90,7 +90,32 @@ def text(s: str) -> str:
     Authorization header, AWS secret key and token query parameter as `***`."""
     if "@" in s:
         s = _text(s)
-    return _SECRET.sub(_secret, s) if _HINT.search(s) else s
+    return _SECRET.sub(_secret, s) if _hinted(s) else s
+
+
+_HINTS = ("authoriz", "secret", "token", "passw", "api_key", "apikey", "x-amz-", "sig")
+# what re's IGNORECASE also takes for an ASCII letter that str.lower() does not give: dotless
+# i, long s, and the dot str.lower() leaves after the i of a dotted capital I
+_FOLDS = (("\u0131", "i"), ("\u017f", "s"), ("\u0307", ""))
+
+
+def _hinted(s: str) -> bool:
+    """Whether _HINT matches anywhere in `s` (or more often: a hint is only a hint), found by
+    lower-casing and substring search: a case-insensitive alternation scans a 20 MB fleet
+    document in seconds, this in milliseconds (#49)."""
+    for at in range(0, len(s), _CHUNK):  # a chunk at a time: no lower-case copy of it all
+        part = s[at:at + _CHUNK + 16]  # overlapping by more than the longest hint
+        low = part.lower()
+        if not part.isascii():
+            for a, b in _FOLDS:
+                if a in low:
+                    low = low.replace(a, b)
+        if any(h in low for h in _HINTS):
+            return True
+    return False
+
+
+_CHUNK = 1 << 20
 
 
 def value(v: Any) -> Any:

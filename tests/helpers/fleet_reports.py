@@ -15,13 +15,15 @@ VARIANTS = {"pass": {}, "os": {"os": "debian-12"}, "driver": {"driver": "2.29.0.
 ONLY = "os,instance,driver"
 
 
-def real_reports(base: Path, env: dict | None = None) -> dict[str, dict]:
+def real_reports(base: Path, env: dict | None = None,
+                 only: str | None = ONLY) -> dict[str, dict]:
+    """One real doctor report per variant (`only`: the checks run; None: every check)."""
     out = {}
     for name, kw in VARIANTS.items():
         root = roots.trn2_host(base / name, **kw)
         p = subprocess.run([sys.executable, "-m", "neuron_env", "doctor", "--root", str(root),
-                            "--only", ONLY, "--format", "json"], capture_output=True, text=True,
-                           timeout=120, env=env)
+                            *(["--only", only] if only else []), "--format", "json"],
+                           capture_output=True, text=True, timeout=120, env=env)
         out[name] = json.loads(p.stdout)
     return out
 

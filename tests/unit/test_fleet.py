@@ -235,7 +235,10 @@ def test_sources_read_a_directory_and_say_what_is_wrong(tmp_path):
     (tmp_path / "b.json").write_text(json.dumps(report(FAIL).serialize()))  # same instance id
     (tmp_path / "notes.txt").write_text("ignored")
     got = from_args([str(tmp_path)])
-    assert [e.id for e in got] == [IID, f"{IID}#2"] and got[1].doc["exit_code"] == 1
+    assert [e.id for e in got] == [IID, IID] and got[1].doc["exit_code"] == 1
+    # one id in two files: each row names its file (#48 item 15: `#2`, `#3` said which?)
+    body = agg.aggregate(got, {"engine": "files"})
+    assert [r["id"] for r in body["instances"]] == [f"{IID} (a.json)", f"{IID} (b.json)"]
     with pytest.raises(ConfigurationError, match="no such file"):
         from_args([str(tmp_path / "missing")])
     (tmp_path / "empty").mkdir()
