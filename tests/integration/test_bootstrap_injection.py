@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration

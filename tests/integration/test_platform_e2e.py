@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from tests.conftest import REPO
 from tests.helpers import roots
 from tests.helpers.envs import GOOD_234, add_dist, make_venv, site_packages

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from neuron_env.collectives import launch as coll_launch
 from neuron_env.collectives.options import CollectivesOptions
 from neuron_env.errors import UsageError

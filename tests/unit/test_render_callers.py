@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import neuron_env
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from neuron_env.collectives import launch as coll_launch
 from neuron_env.collectives.options import CollectivesOptions
 from neuron_env.errors import UsageError
@@ -21,7 +21,7 @@ from neuron_env.trial.options import TrialOptions
 from neuron_env.util import render
 
 PKG = Path(neuron_env.__file__).parent
-RENDERERS = ["bootstrap/render.py", "fleet/slurm.py", "fleet/k8s.py", "fleet/ssm.py",
+RENDERERS = ["bootstrap/userdata.py", "fleet/slurm.py", "fleet/k8s.py", "fleet/ssm.py",
              "collectives/launch.py", "trial/distributed/launch.py", "cli/engines.py",
              "cli/fleet.py"]
 # modules that quote for a shell only to SHOW a command to a person (a fix hint, a plan)
