@@ -1,6 +1,6 @@
 """Issue #45 (security round 4): the pure parts of the findings, in-process. The parts that run
 other processes (the inside scripts, the emulator, printed launch lines, pasted fix lines) are
-in tests/integration/test_security_round4.py and backend/tests/."""
+in tests/integration/test_printed_lines_run_nothing_else.py and backend/tests/."""
 
 from __future__ import annotations
 
