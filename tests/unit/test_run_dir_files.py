@@ -66,7 +66,7 @@ def test_the_release_grammar_is_the_catalogs_file_name_pattern():
 
 # -- finding 1: `trial --collect` never follows a link in RUN_DIR, never shows its target ------
 def _run_dir(tmp_path):
-    from tests.unit.test_hostile_collect import make_run
+    from tests.unit.test_trial_collect import make_run
 
     return make_run(tmp_path)
 
