@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.integration
 SHELLCHECK = shutil.which("shellcheck")

@@ -25,7 +25,7 @@ from neuron_env.fleet import k8s, slurm
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util.template import bad_char
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 pytestmark = [pytest.mark.integration]
 

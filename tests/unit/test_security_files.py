@@ -174,7 +174,7 @@ def cdir(tmp_path, monkeypatch):
 
 
 def _matrix(tmp_path):
-    from tests.conftest import REPO
+    from tests.helpers.cli import REPO
 
     f = tmp_path / "neuron-2.33.toml"
     f.write_text((REPO / "matrices" / "neuron-2.33.toml").read_text())
