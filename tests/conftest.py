@@ -7,14 +7,15 @@ import ipaddress
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+# helpers live in tests/helpers/cli.py; re-exported here for modules that still import them
+# from tests.conftest (tests/integration/test_public_reports_*.py, in-flight branches)
+from tests.helpers.cli import REPO, cli_env, run_cli  # noqa: F401
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 
@@ -61,23 +62,6 @@ def _no_network(monkeypatch):
     for var in ("NEURON_ENV_MATRIX", "NEURON_ENV_PYTHON", "VIRTUAL_ENV", "NO_COLOR",
                 "NEURON_ENV_NEURON_INDEX_URL", "NEURON_ENV_PYTORCH_INDEX_URL"):
         monkeypatch.delenv(var, raising=False)
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    """Environment for running the CLI as a subprocess: IMDS off unless a test sets it."""
-    env = {k: v for k, v in os.environ.items()
-           if (not k.startswith(("NEURON_ENV_", "AWS_EC2_METADATA")) and k != "VIRTUAL_ENV")
-           or k in ("NEURON_ENV_CACHE_DIR", "NEURON_ENV_MATRIX_DIR")}
-    env["AWS_EC2_METADATA_DISABLED"] = "true"
-    env.update(extra)
-    return {k: v for k, v in env.items() if v is not None}
-
-
-def run_cli(*args: str, env: dict | None = None, timeout: float = 60,
-            input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "neuron_env", *args], capture_output=True,
-                          text=True, env=env or cli_env(), timeout=timeout, cwd=REPO,
-                          input=input)
 
 
 @pytest.fixture(scope="session")

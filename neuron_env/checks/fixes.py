@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.report.model import REHEARSE
-from neuron_env.util.render import sh
+from neuron_env.util.template import sh
 
 if TYPE_CHECKING:
     from neuron_env.checks.registry import Context
@@ -49,7 +49,7 @@ def apt_install(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> 
     o = facts.os
     if o.id not in APT_FAMILY or m.os_entry(o.id or "", o.version_id or "") is None:
         return None  # the Neuron apt repository has no suite for it
-    # the codename is the image's text (os-release): one shell word, quoted by util/render
+    # the codename is the image's text (os-release): one shell word, quoted by util/template
     # (#45, finding 6); only the fallback expression is neuron-env's own
     codename = sh(o.codename) if o.codename else \
         '$(. /etc/os-release && echo "$VERSION_CODENAME")'

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from neuron_env.checks import fixes
-from neuron_env.util.render import sh
+from neuron_env.util.template import sh
 
 if TYPE_CHECKING:
     from neuron_env.matrix.model import Matrix

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.registry import check, verdict
 from neuron_env.matrix.model import family_of, fmt_spec
-from neuron_env.util.render import sh
+from neuron_env.util.template import sh
 from neuron_env.util.versions import Spec, Ver
 
 if TYPE_CHECKING:

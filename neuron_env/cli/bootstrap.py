@@ -33,12 +33,12 @@ def args_option(what: str):
 
 def _rendered(kind: str, **kw):
     """A Document whose text view is the rendered script (options left unset take defaults)."""
-    from neuron_env.bootstrap import render
+    from neuron_env.bootstrap import userdata as boot
     from neuron_env.report.envelope import envelope
     from neuron_env.report.model import Document
 
-    opts = render.BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
-    text = render.userdata(opts) if kind == "userdata" else render.component(opts)
+    opts = boot.BootstrapOptions(**{k: v for k, v in kw.items() if v is not None})
+    text = boot.userdata(opts) if kind == "userdata" else boot.component(opts)
     return Document(envelope(f"neuron-env.{kind}/1", 0, script=text), lambda b: b["script"])
 
 

@@ -9,7 +9,7 @@ VENV_PYTHON = "/opt/neuron-venv/bin/python"  # fleet/slurm.py DEFAULT_PYTHON
 
 
 def _args(value: str) -> list[str]:
-    from neuron_env.util.render import words
+    from neuron_env.util.template import words
 
     return words("--doctor-args", value or "")
 

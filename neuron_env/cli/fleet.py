@@ -34,7 +34,7 @@ def doctor(
     def produce():
         from neuron_env.commands.fleet import fleet_doctor
         from neuron_env.fleet.ssm import FleetOptions
-        from neuron_env.util.render import words
+        from neuron_env.util.template import words
 
         extra = words("--doctor-args", doctor_args)
         return fleet_doctor(FleetOptions(

@@ -14,9 +14,9 @@ MATRIX_DIR = typer.Option(None, "--matrix-dir", help="Also read neuron-<release>
 def matrix_list(matrix_dir: list[Path] = MATRIX_DIR,
                 format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """List the matrices: bundled, the user's matrix directory and --matrix-dir."""
-    from neuron_env.commands import matrix_cmd
+    from neuron_env.commands import matrix as cmd
 
-    emit(lambda: matrix_cmd.list_doc(matrix_dir or []), format.value,
+    emit(lambda: cmd.list_doc(matrix_dir or []), format.value,
          "neuron-env.matrix-list/1")
 
 
@@ -28,19 +28,19 @@ def matrix_show(release: str = typer.Argument(None, help="A release (2.34, 2.31)
                 verbose: bool = typer.Option(False, "-v", "--verbose",
                                              help="Also list every fact's sources.")) -> None:
     """Show one release's matrix as a table or as neuron-env.matrix/1 JSON."""
-    from neuron_env.commands import matrix_cmd
+    from neuron_env.commands import matrix as cmd
 
-    emit(lambda: matrix_cmd.show_doc(release, matrix_dir or [], verbose), format.value,
-         matrix_cmd.SCHEMA)
+    emit(lambda: cmd.show_doc(release, matrix_dir or [], verbose), format.value,
+         cmd.SCHEMA)
 
 
 @matrix_app.command("validate")
 def matrix_validate(paths: list[Path] = typer.Argument(..., help="Matrix files or directories."),
                     format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Validate matrix files: exit 0 when all are valid, 2 otherwise (every problem listed)."""
-    from neuron_env.commands import matrix_cmd
+    from neuron_env.commands import matrix as cmd
 
-    emit(lambda: matrix_cmd.validate_doc(paths), format.value, "neuron-env.matrix-validate/1")
+    emit(lambda: cmd.validate_doc(paths), format.value, "neuron-env.matrix-validate/1")
 
 
 @matrix_app.command("import")
@@ -54,9 +54,9 @@ def matrix_import(manifest: Path = typer.Argument(..., help="AWS's n2-manifest.j
                                                "be written; write nothing."),
                   format: Fmt = typer.Option(Fmt.text, "--format")) -> None:
     """Turn AWS's release manifest into matrix files for the XLA-based releases."""
-    from neuron_env.commands import matrix_cmd
+    from neuron_env.commands import matrix as cmd
 
-    emit(lambda: matrix_cmd.import_doc(manifest, out, split(release), dry_run), format.value,
+    emit(lambda: cmd.import_doc(manifest, out, split(release), dry_run), format.value,
          "neuron-env.matrix-import/1")
 
 

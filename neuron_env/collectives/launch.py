@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from neuron_env.collectives.options import CollectivesOptions, human_sizes
 from neuron_env.errors import UsageError
-from neuron_env.util.render import sh_join, values
+from neuron_env.util.template import sh_join, values
 
 KINDS = ("torchrun", "srun")
 RDZV_PORT = 29500

@@ -9,7 +9,7 @@ from typing import Any
 
 from neuron_env.errors import UsageError
 from neuron_env.fleet.slurm import TEMPLATES
-from neuron_env.util import render
+from neuron_env.util import template
 
 NAME = "neuron-env-npd"
 LABEL = "neuron.amazonaws.com/present"
@@ -83,15 +83,15 @@ def _pod(image: str) -> dict[str, Any]:
 def manifests(namespace: str = "kube-system", image: str = NPD_IMAGE,
               neuron_env: str = "/opt/neuron-env/bin/neuron-env", interval: int = 300,
               timeout: int = 60, doctor_args: list[str] | None = None) -> list[dict[str, Any]]:
-    render.values((("--namespace", namespace), ("--image", image), ("--neuron-env", neuron_env),
+    template.values((("--namespace", namespace), ("--image", image), ("--neuron-env", neuron_env),
                    *(("--doctor-args", a) for a in doctor_args or [])))
     if not neuron_env.startswith("/") or any(c.isspace() for c in neuron_env):
         raise UsageError(f"--neuron-env {neuron_env!r}: an absolute path on the node",
                          hint="e.g. /opt/neuron-env/bin/neuron-env")
     if interval < 10 or not 5 <= timeout <= interval:
         raise UsageError("--interval must be >= 10 s and --timeout 5..interval s")
-    args = "".join(" " + render.sh(a) for a in doctor_args or [])
-    script = render.fill(TEMPLATES / "npd-check.sh", {"NEURON_ENV": render.sh(neuron_env),
+    args = "".join(" " + template.sh(a) for a in doctor_args or [])
+    script = template.fill(TEMPLATES / "npd-check.sh", {"NEURON_ENV": template.sh(neuron_env),
                                                       "ONLY": NODE_CHECKS,
                                                       "DOCTOR_ARGS": args})
     labels = {"app.kubernetes.io/name": NAME}

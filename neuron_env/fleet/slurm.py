@@ -12,7 +12,7 @@ from neuron_env import __version__
 from neuron_env.errors import UsageError
 from neuron_env.report.model import Report, Result
 from neuron_env.report.verdict import reason, verdict
-from neuron_env.util import render
+from neuron_env.util import template
 
 TEMPLATES = Path(__file__).parent / "templates"
 OURS = "neuron-env"  # every reason we set starts with this: we resume only our own drains
@@ -72,11 +72,11 @@ def _with(report: Report, res: Result) -> Report:
 def render_script(neuron_env: str, timeout: int, doctor_args: list[str],
                   python: str = DEFAULT_PYTHON) -> str:
     """The health-check script: every value checked and shell-quoted, filled in one pass
-    (util/render.py): a value holding `@@DOCTOR_ARGS@@` stays literal text."""
+    (util/template.py): a value holding `@@DOCTOR_ARGS@@` stays literal text."""
     if not 5 <= timeout <= 54:
         raise UsageError(f"--timeout {timeout}: Slurm kills a health check after 60 s; use "
                          "5..54", hint="e.g. --timeout 45")
-    render.values((("--neuron-env", neuron_env), ("--python", python),
+    template.values((("--neuron-env", neuron_env), ("--python", python),
                    *(("--doctor-args", a) for a in doctor_args)))
     for flag, v, eg in (("--neuron-env", neuron_env, "/opt/neuron-env/bin/neuron-env"),
                         ("--python", python, DEFAULT_PYTHON)):
@@ -87,18 +87,18 @@ def render_script(neuron_env: str, timeout: int, doctor_args: list[str],
            a.startswith(("--format=", "--python="))]
     if bad:
         raise UsageError(f"--doctor-args: {bad[0]} is set by the script itself")
-    args = "".join(" " + render.sh(a) for a in doctor_args)
-    return render.fill(TEMPLATES / "healthcheck.sh", {
-        "VERSION": __version__, "NEURON_ENV": render.sh(neuron_env), "TIMEOUT": str(timeout),
-        "PYTHON": render.sh(python), "DOCTOR_ARGS": args})
+    args = "".join(" " + template.sh(a) for a in doctor_args)
+    return template.fill(TEMPLATES / "healthcheck.sh", {
+        "VERSION": __version__, "NEURON_ENV": template.sh(neuron_env), "TIMEOUT": str(timeout),
+        "PYTHON": template.sh(python), "DOCTOR_ARGS": args})
 
 
 def render_conf(path: str, interval: int, prolog: bool) -> str:
-    render.value("--path", path)
+    template.value("--path", path)
     if not path.startswith("/") or any(c.isspace() for c in path):
         raise UsageError(f"--path {path!r}: an absolute path without spaces")
     if interval < 10:
         raise UsageError(f"--interval {interval}: at least 10 seconds")
-    return render.fill(TEMPLATES / "slurm.conf.snippet", {
-        "PATH": path, "PATH_SH": render.sh(path), "INTERVAL": str(interval),
+    return template.fill(TEMPLATES / "slurm.conf.snippet", {
+        "PATH": path, "PATH_SH": template.sh(path), "INTERVAL": str(interval),
         "PROLOG": "" if prolog else "#"})

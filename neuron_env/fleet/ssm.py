@@ -70,10 +70,11 @@ def remote_command(o: FleetOptions) -> str:
     if any(a == "--format" or a.startswith("--format=") for a in o.doctor_args):
         raise UsageError("--doctor-args: --format is set by fleet doctor (json)",
                          hint="drop --format from --doctor-args")
-    from neuron_env.util import render
+    from neuron_env.util import template
 
-    render.values((("--neuron-env", o.neuron_env), *(("--doctor-args", a) for a in o.doctor_args)))
-    return render.sh_join([o.neuron_env, "doctor", "--format", "json", *o.doctor_args])
+    template.values((("--neuron-env", o.neuron_env),
+                     *(("--doctor-args", a) for a in o.doctor_args)))
+    return template.sh_join([o.neuron_env, "doctor", "--format", "json", *o.doctor_args])
 
 
 def send_args(o: FleetOptions, target_args: dict[str, Any]) -> dict[str, Any]:

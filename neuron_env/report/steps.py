@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from neuron_env.report.model import Result
 from neuron_env.util.record import record
-from neuron_env.util.render import sh
+from neuron_env.util.template import sh
 from neuron_env.util.wrap import split_top
 
 ORDER = ("apt", "host", "install", "smoke")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.helpers.cli import cli_env
 from tests.helpers.envs import pyenv_python
 from tests.helpers.wheels import Stand, build_index
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 _BLOCK = re.compile(r"<!-- snippet: (?P<name>[\w.-]+) -->\s*\n(?P<fence>```+)[^\n]*\n"
                     r"(?P<body>.*?)\n(?P=fence)\s*$", re.S | re.M)

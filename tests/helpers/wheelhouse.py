@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 SKIP = {"INSTALLER", "REQUESTED", "direct_url.json", "RECORD"}
 

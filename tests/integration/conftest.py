@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
-import sys
-import time
 
 import pytest
 
-from tests.conftest import cli_env
 from tests.helpers import slurm as slurm_helper
+from tests.helpers.aws import boto, free_port, moto_process
 from tests.helpers.indexes import build_indexes
-
-ACCOUNT = "123456789012"
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture(scope="session")
@@ -35,65 +21,6 @@ def moto_url():
     server.start()
     yield f"http://127.0.0.1:{port}"
     server.stop()
-
-
-def aws_env(url: str, **extra) -> dict:
-    env = dict(AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing",
-               AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
-               AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent")
-    env.update(extra)
-    return cli_env(**env)
-
-
-def boto(service: str, url: str, key: str = "testing", secret: str = "testing"):
-    import boto3
-
-    return boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret,
-                                 region_name="us-east-1").client(service, endpoint_url=url)
-
-
-def seed_public_parameter(name: str, value: str) -> None:
-    """AWS owns /aws/service/...: moto refuses PutParameter there (as AWS does), so the test
-    puts the public value straight into the in-process moto backend, as moto does for its own
-    bundled public parameters."""
-    from moto.core.utils import utcnow
-    from moto.ssm.models import Parameter, ssm_backends
-
-    params = ssm_backends[ACCOUNT]["us-east-1"]._parameters
-    params[name].append(Parameter(account_id=ACCOUNT, name=name, value=value,
-                                  parameter_type="String", description=None,
-                                  allowed_pattern=None, keyid=None,
-                                  last_modified_date=utcnow(), version=1,
-                                  data_type="aws:ec2:image"))
-
-
-@contextlib.contextmanager
-def moto_process(no_auth_actions: int):
-    """moto's server in its own process with IAM checks on after `no_auth_actions` calls (the
-    setup); yields its URL and stops it after."""
-    pytest.importorskip("moto.server")
-    port = free_port()
-    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(no_auth_actions))
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                             str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail("moto server (auth) did not start")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="session")
@@ -152,15 +79,6 @@ def models_python(hf_python):
     torch_python: timm needs torchvision, and PyPI's torchvision is built against CUDA torch,
     so `import timm` fails beside torch 2.13.0+cpu); `libs` says what imports and why not."""
     return hf_python, _model_libs_probe(hf_python)
-
-
-def need_lib(models_python, name: str) -> str:
-    """The interpreter, or a skip that says why `name` does not import there."""
-    py, libs = models_python
-    got = libs.get(name, {})
-    if "version" not in got:
-        pytest.skip(f"{name} does not import in the torch venv: {got.get('error', 'absent')}")
-    return py
 
 
 # -- a real one-node Slurm cluster (tests/helpers/slurm.py), shared by the modules that need it

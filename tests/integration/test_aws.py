@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import roots
-from tests.integration.conftest import aws_env, free_port
+from tests.helpers.aws import aws_env, free_port
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
-from tests.conftest import run_cli
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.integration
 SHELLCHECK = shutil.which("shellcheck")

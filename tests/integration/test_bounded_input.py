@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import roots
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,7 @@ def test_trickling_imds_is_cut_at_the_whole_exchange_deadline(tmp_path):
     assertion (minutes before the fix)."""
     import subprocess
 
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
     from tests.helpers.servers import IMDS
 
     root = roots.make_root(tmp_path / "r", os="ubuntu-26.04", vendor=None)
@@ -94,7 +94,7 @@ def test_trickling_imds_is_cut_at_the_whole_exchange_deadline(tmp_path):
 
 # -- 28: --root never lists the real host's interpreters --------------------------------------
 def test_root_fix_lines_name_only_the_images_interpreters(tmp_path):
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
 
     host = tmp_path / "host"
     for rel in ("bin/python3.12", "bin/python3.13", "home/.pyenv/versions/3.13.1/bin/python3.13",

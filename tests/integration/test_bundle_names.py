@@ -9,8 +9,8 @@ import tarfile
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import roots
+from tests.helpers.cli import run_cli
 from tests.helpers.envs import make_venv
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import os
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,7 @@ def test_sigterm_before_the_install_step_still_leaves_one_json_document(tmp_path
     import sys
     import time
 
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
 
     mark = tmp_path / "probing"
     slow = tmp_path / "python3"

@@ -18,7 +18,7 @@ from neuron_env.collectives import launch
 from neuron_env.collectives.options import CollectivesOptions
 from neuron_env.collectives.runner import free_port
 from neuron_env.errors import UsageError
-from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.cli import REPO, cli_env, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/collectives.schema.json").read_text())

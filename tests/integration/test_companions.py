@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.envs import add_dist, site_packages
 from tests.helpers.wheels import Stand, build_index
 

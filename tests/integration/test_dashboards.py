@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.snippets import snippet
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from neuron_env.checks import all_ids
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.envs import GOOD_214, GOOD_234, PLACEHOLDER_INIT, add_dist, pyenv_python
 from tests.helpers.servers import IMDS
 

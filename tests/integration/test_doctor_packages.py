@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.envs import add_dist, make_venv, site_packages
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from neuron_env.matrix import catalog
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env, run_cli
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 

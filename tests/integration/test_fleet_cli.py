@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import fleet_reports, roots
-from tests.integration.conftest import aws_env, boto
+from tests.helpers.aws import aws_env, boto
+from tests.helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/fleet.schema.json").read_text())

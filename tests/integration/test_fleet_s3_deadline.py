@@ -10,9 +10,9 @@ import time
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.helpers.aws import aws_env
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.servers import S3
-from tests.integration.conftest import aws_env
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/fleet.schema.json").read_text())

@@ -11,10 +11,10 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import roots
+from tests.helpers.aws import ACCOUNT, aws_env, boto, moto_process
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.throttle import ThrottlingProxy
-from tests.integration.conftest import ACCOUNT, aws_env, boto, moto_process
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/fleet.schema.json").read_text())

@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import REPO
 from tests.helpers import roots
 from tests.helpers import wheelhouse as wh
+from tests.helpers.cli import REPO
 from tests.helpers.snippets import snippet
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tests.conftest import REPO, cli_env
 from tests.helpers import procs
+from tests.helpers.cli import REPO, cli_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

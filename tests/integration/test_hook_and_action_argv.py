@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, cli_env
+from tests.helpers.cli import REPO, cli_env
 
 pytestmark = [pytest.mark.integration]
 NEURON_ENV = str(Path(sys.executable).with_name("neuron-env"))

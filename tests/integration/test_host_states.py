@@ -14,9 +14,9 @@ import pytest
 
 from neuron_env.probes import elfneeds, kernel, limits, rpmdb
 from neuron_env.probes.host import make_root
-from tests.conftest import cli_env, run_cli
 from tests.helpers import hostparts as hp
 from tests.helpers import roots
+from tests.helpers.cli import cli_env, run_cli
 from tests.helpers.envs import add_dist, make_venv, site_packages
 
 pytestmark = pytest.mark.integration

@@ -101,7 +101,7 @@ def test_a_real_trial_writes_the_same_page_to_stdout_and_to_its_report(torch_pyt
     """A real trial (the emulated device, a perturbed matmul, --compile): --format html on
     stdout and --report html:PATH (and json:PATH beside it) from the one renderer; the page
     shows the drifting module and both timings."""
-    from tests.conftest import cli_env, run_cli
+    from tests.helpers.cli import cli_env, run_cli
 
     page, doc = tmp_path / "t.html", tmp_path / "t.json"
     p = run_cli("trial", "builtin:transformer-block", "--python", torch_python, "--compile",

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env
+from tests.helpers.cli import REPO, cli_env
 from tests.helpers.envs import make_venv, pyenv_python
 from tests.helpers.indexes import NEURON, PY312, TORCHAO_NEURON, needs312, pip_env
 from tests.helpers.roots import make_root, trn2_host

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.envs import add_dist, make_venv, site_packages
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
+from tests.helpers.cli import cli_env, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a venv is created, then removed
 

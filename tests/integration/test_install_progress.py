@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.helpers import terminal
+from tests.helpers.cli import REPO
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import BLOB, PY312, build_download_indexes, needs312, pip_env
 from tests.helpers.roots import trn2_host

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from neuron_env.install.installers import find_uv
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.roots import trn2_host

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, cli_env
+from tests.helpers.cli import REPO, cli_env
 from tests.helpers.snippets import snippet
 from tests.integration.test_matrix_update import published, serve, tls
 

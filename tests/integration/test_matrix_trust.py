@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.integration.test_install import host_root
 

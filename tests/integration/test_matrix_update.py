@@ -22,9 +22,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
+from tests.helpers.aws import aws_env, boto
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.snippets import snippet
-from tests.integration.conftest import aws_env, boto
 
 pytestmark = pytest.mark.integration
 

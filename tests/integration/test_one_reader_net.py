@@ -16,7 +16,7 @@ import pytest
 
 from neuron_env.errors import CommandTimeout
 from neuron_env.util.files import read_body
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 from tests.helpers.servers import _Loopback
 
 pytestmark = pytest.mark.integration

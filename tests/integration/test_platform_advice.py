@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import roots
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.integration
 

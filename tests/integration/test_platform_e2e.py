@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
-from tests.conftest import REPO
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from tests.helpers import roots
+from tests.helpers.cli import REPO
 from tests.helpers.envs import GOOD_234, add_dist, make_venv, site_packages
 from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.servers import IMDS

@@ -8,10 +8,10 @@ import json
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import roots
+from tests.helpers.aws import aws_env, boto, seed_public_parameter
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.servers import IMDS
-from tests.integration.conftest import aws_env, boto, seed_public_parameter
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Every renderer of a script or a YAML document goes through util/render.py: hostile values
+"""Every renderer of a script or a YAML document goes through util/template.py: hostile values
 (line breaks YAML knows besides LF: U+0085, U+2028, U+2029; U+FEFF; quotes, `}`, `$(...)`,
 another renderer's `@@PLACEHOLDER@@`) are either refused (exit 2, naming the option) or come
 back as ONE value: `bash -n` parses each script, PyYAML each document, and `shlex.split` of the
@@ -17,15 +17,15 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from neuron_env.collectives import launch as coll_launch
 from neuron_env.collectives.options import CollectivesOptions
 from neuron_env.errors import UsageError
 from neuron_env.fleet import k8s, slurm
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util.render import bad_char
-from tests.conftest import run_cli
+from neuron_env.util.template import bad_char
+from tests.helpers.cli import run_cli
 
 pytestmark = [pytest.mark.integration]
 

@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMAS = REPO / "neuron_env/schemas"

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import cli_env
+from tests.helpers.cli import cli_env
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

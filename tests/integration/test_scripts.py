@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
-from tests.conftest import REPO, run_cli
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
+from tests.helpers.cli import REPO, run_cli
 from tests.helpers.indexes import PY312, needs312, pip_env
 from tests.helpers.roots import trn2_host
 from tests.helpers.servers import IMDS

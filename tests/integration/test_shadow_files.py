@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
 from tests.helpers import roots
+from tests.helpers.cli import cli_env
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import PY312, needs312, pip_env
 

@@ -9,8 +9,8 @@ import time
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import procs, roots, terminal
+from tests.helpers.cli import REPO, cli_env, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/smoke.schema.json").read_text())

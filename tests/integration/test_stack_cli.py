@@ -20,8 +20,8 @@ from neuron_env.probes.holders import probe_holders
 from neuron_env.probes.host import make_root
 from neuron_env.probes.neuron_ls import probe_neuron_ls
 from neuron_env.probes.tools import image_path, probe_tools
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.servers import IMDS
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import cli_env, run_cli
 from tests.helpers.envs import add_dist, site_packages
 from tests.helpers.wheels import IndexServer, Stand, build_index
 

@@ -11,8 +11,8 @@ import time
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import procs
+from tests.helpers.cli import REPO, cli_env, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/trial.schema.json").read_text())

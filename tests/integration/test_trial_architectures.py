@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
-from tests.integration.conftest import need_lib
+from tests.helpers.cli import REPO
+from tests.helpers.models import need_lib
 from tests.integration.test_trial_models import trial
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env
 from tests.helpers import procs
+from tests.helpers.cli import REPO, cli_env
 from tests.integration.test_shadow_files import NEURON_ENV, Plants
 from tests.integration.test_trial_distributed import SCHEMA, printed_torchrun, trial
 

@@ -12,8 +12,8 @@ import subprocess
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
-from tests.integration.conftest import need_lib
+from tests.helpers.cli import REPO, cli_env, run_cli
+from tests.helpers.models import need_lib
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/trial.schema.json").read_text())

@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
-from tests.integration.conftest import need_lib
+from tests.helpers.cli import REPO, cli_env, run_cli
+from tests.helpers.models import need_lib
 from tests.integration.test_trial_models import trial
 
 pytestmark = pytest.mark.integration

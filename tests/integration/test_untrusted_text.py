@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, cli_env
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,7 @@ import subprocess
 
 import pytest
 
-
-class RealWorldTouched(AssertionError):
-    pass
+from tests.helpers.guard import RealWorldTouched
 
 
 def _refuse(what: str):

@@ -10,7 +10,7 @@ from neuron_env.matrix import catalog
 from neuron_env.matrix.loader import parse_text
 from neuron_env.probes.companions import CompanionImports
 from neuron_env.util.record import replace
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 from tests.helpers.facts import host, target
 
 M = catalog.select("2.33")

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from neuron_env.util import proc
-from tests.unit.conftest import RealWorldTouched
+from tests.helpers.guard import RealWorldTouched
 
 
 def test_subprocess_is_refused():

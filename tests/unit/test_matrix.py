@@ -18,7 +18,7 @@ from neuron_env.matrix.importer import convert, load_manifest
 from neuron_env.matrix.loader import load_file, parse_text
 from neuron_env.matrix.resolver import resolve
 from neuron_env.matrix.serialize import to_data, to_toml
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 BUNDLED = REPO / "matrices" / "neuron-2.33.toml"
 GOOD = BUNDLED.read_text()

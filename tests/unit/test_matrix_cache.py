@@ -8,7 +8,7 @@ import pytest
 from neuron_env.errors import MatrixError
 from neuron_env.matrix import cache, catalog, loader
 from neuron_env.matrix.serialize import to_data
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 GOOD = (REPO / "matrices" / "neuron-2.33.toml").read_text()
 

@@ -4,7 +4,7 @@ what `instance --dlami` picks."""
 from __future__ import annotations
 
 from neuron_env.commands import instance
-from neuron_env.commands.matrix_cmd import sources_text
+from neuron_env.commands.matrix import sources_text
 from neuron_env.matrix import catalog
 from neuron_env.util.record import replace
 

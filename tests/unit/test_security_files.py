@@ -1,7 +1,7 @@
 """Issue #25, writing files and secrets (items 1, 3, 4, 5, 10, 11, 12): the attacks reproduced on
 real files, real device nodes, FIFOs and symlinks, as root where root changes the outcome.
 No subprocess, no socket: the attacks through real processes are in
-tests/integration/test_security_round2.py."""
+tests/integration/test_files_and_secrets_cli.py."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def cdir(tmp_path, monkeypatch):
 
 
 def _matrix(tmp_path):
-    from tests.conftest import REPO
+    from tests.helpers.cli import REPO
 
     f = tmp_path / "neuron-2.33.toml"
     f.write_text((REPO / "matrices" / "neuron-2.33.toml").read_text())

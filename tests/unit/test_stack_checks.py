@@ -233,7 +233,7 @@ def test_the_probe_keeps_numpy_and_optimum_requirements_only():
 
 
 def test_matrix_show_lists_the_python_stack():
-    from neuron_env.commands.matrix_cmd import show_text
+    from neuron_env.commands.matrix import show_text
 
     text = show_text(catalog.select("2.21.1"))
     assert "aws-neuronx-runtime-lib 2.23.112.0" in text

@@ -15,7 +15,7 @@ from neuron_env.report.render import render
 from neuron_env.trial import advice, runner, views
 from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes, validate
 from neuron_env.util.proc import Completed
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 SCHEMA = json.loads((REPO / "neuron_env/schemas/trial.schema.json").read_text())
 OPTS = TrialOptions(model="builtin:mlp")

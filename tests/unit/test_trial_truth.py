@@ -358,7 +358,7 @@ def _inside(name: str):
     import importlib.util
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers.cli import REPO
 
     path = REPO / "neuron_env/inside" / f"{name}.py"
     sys.path.insert(0, str(path.parent))

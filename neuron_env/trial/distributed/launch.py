@@ -15,7 +15,7 @@ from neuron_env.errors import UsageError
 from neuron_env.target_python import launch
 from neuron_env.trial.distributed.options import DistOptions, payload, validate
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util.render import Raw, sh_join, values
+from neuron_env.util.template import Raw, sh_join, values
 
 TORCHRUN = "torch.distributed.run"
 

@@ -1,6 +1,6 @@
 """Issue #45 (security round 4): the pure parts of the findings, in-process. The parts that run
 other processes (the inside scripts, the emulator, printed launch lines, pasted fix lines) are
-in tests/integration/test_security_round4.py and backend/tests/."""
+in tests/integration/test_printed_lines_run_nothing_else.py and backend/tests/."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_the_release_grammar_is_the_catalogs_file_name_pattern():
 
 # -- finding 1: `trial --collect` never follows a link in RUN_DIR, never shows its target ------
 def _run_dir(tmp_path):
-    from tests.unit.test_hostile_collect import make_run
+    from tests.unit.test_trial_collect import make_run
 
     return make_run(tmp_path)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 from tests.helpers.envs import make_venv
 from tests.helpers.indexes import pip_env
 

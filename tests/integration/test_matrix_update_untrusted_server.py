@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
+from tests.helpers.cli import cli_env, run_cli
 from tests.integration.test_matrix_update import (
     _manifest,
     digest,
@@ -177,7 +177,7 @@ def test_a_deeply_nested_manifest_is_a_clear_exit_2(tmp_path: Path) -> None:
 
 
 def test_an_s3_manifest_lists_its_own_bucket_only(moto_url: str, tmp_path: Path) -> None:
-    from tests.integration.conftest import aws_env, boto
+    from tests.helpers.aws import aws_env, boto
 
     s3 = boto("s3", moto_url)
     a = matrix("2.34")

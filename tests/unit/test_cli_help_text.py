@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from neuron_env.cli import COMMANDS, app, lazy
-from tests.conftest import REPO
+from tests.helpers.cli import REPO
 
 
 def test_usage_names_required_arguments_plainly():

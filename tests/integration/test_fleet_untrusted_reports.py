@@ -11,8 +11,8 @@ import sys
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.integration.conftest import aws_env, boto
+from tests.helpers.aws import aws_env, boto
+from tests.helpers.cli import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 SCHEMA = json.loads((REPO / "neuron_env/schemas/fleet.schema.json").read_text())

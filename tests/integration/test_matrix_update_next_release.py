@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env
+from tests.helpers.cli import REPO, cli_env
 from tests.helpers.envs import GOOD_234, add_dist, make_venv, site_packages
 from tests.integration.test_matrix_update import DOCTOR, UPDATE, _manifest, digest, serve
 

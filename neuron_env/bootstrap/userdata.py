@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from neuron_env import __version__
 from neuron_env.errors import UsageError
-from neuron_env.util import render
+from neuron_env.util import template
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -50,9 +50,9 @@ def _check(o: BootstrapOptions) -> None:
         raise UsageError(f"--torch {o.torch!r}: use 2.14 or 2.13", hint="or leave it out")
     if o.retries < 1 or o.retries > 20:
         raise UsageError("--retries must be 1..20", hint="e.g. --retries 5")
-    # every value rendered, checked once (util/render.py): no control character, no line or
+    # every value rendered, checked once (util/template.py): no control character, no line or
     # paragraph separator (U+0085, U+2028, U+2029: line breaks to a YAML parser), no BOM
-    render.values((("--source", o.source), ("--tool-venv", o.tool_venv), ("--venv", o.venv),
+    template.values((("--source", o.source), ("--tool-venv", o.tool_venv), ("--venv", o.venv),
                    ("--python", o.python), ("--log-dir", o.log_dir),
                    ("--state-dir", o.state_dir), ("--doctor-args", o.doctor_args),
                    ("--install-args", o.install_args),
@@ -160,7 +160,7 @@ def userdata(o: BootstrapOptions) -> str:
     _check(o)
     refuse_credentials(o)
     check_source(o)
-    q = render.sh
+    q = template.sh
     settings, lookups = [], []
     for var, url, src in _index_sources(o):
         if url:
@@ -174,13 +174,13 @@ def userdata(o: BootstrapOptions) -> str:
             "STATE_DIR": o.state_dir, "SMOKE": "1" if o.smoke else "0",
             "RETRIES": str(o.retries)}
     subs = {k: q(v) for k, v in subs.items()}
-    subs["DOCTOR_ARGS"] = render.sh_join(render.words("--doctor-args", o.doctor_args))
-    subs["INSTALL_ARGS"] = render.sh_join(render.words("--install-args", o.install_args))
+    subs["DOCTOR_ARGS"] = template.sh_join(template.words("--doctor-args", o.doctor_args))
+    subs["INSTALL_ARGS"] = template.sh_join(template.words("--install-args", o.install_args))
     subs["INDEX_SETTINGS"] = "\n".join(settings)
     subs["INDEX_LOOKUPS"] = "\n".join(lookups)
     subs["KEY_LOOKUPS"] = "".join(q(src) + " " for _, url, src in _index_sources(o)
                                   if src and not url)
-    return render.fill(TEMPLATES / "user-data.sh", subs)
+    return template.fill(TEMPLATES / "user-data.sh", subs)
 
 
 def component(o: BootstrapOptions) -> str:
@@ -190,7 +190,7 @@ def component(o: BootstrapOptions) -> str:
     _check(o)
     refuse_credentials(o)
     check_source(o)
-    q = render.sh
+    q = template.sh
     pad = "\n              "
     env = "".join(_component_export(var, url, src) + pad
                   for var, url, src in _index_sources(o) if url or src)
@@ -198,8 +198,8 @@ def component(o: BootstrapOptions) -> str:
     assume = f" --instance-type {q(o.instance_type)}" if o.instance_type else ""
     ne = f"{o.tool_venv}/bin/neuron-env"
     py = f"{o.venv}/bin/python"
-    extra_install = render.sh_join(render.words("--install-args", o.install_args))
-    extra_doctor = render.sh_join(render.words("--doctor-args", o.doctor_args))
+    extra_install = template.sh_join(template.words("--install-args", o.install_args))
+    extra_doctor = template.sh_join(template.words("--doctor-args", o.doctor_args))
     subs = {"VERSION": __version__, "ENV": env, "PYTHON": q(o.python),
             "TOOL_VENV": q(o.tool_venv), "SELF_INSTALL": pad.join(self_install_lines(o)),
             "NE": q(ne), "VENV": q(o.venv), "BACKEND": q(o.backend), "TORCH": torch,
@@ -207,14 +207,14 @@ def component(o: BootstrapOptions) -> str:
             "INSTALL_ARGS": " " + extra_install if extra_install else "",
             "DOCTOR_ARGS": " " + extra_doctor if extra_doctor else "",
             "SMOKE": " --smoke" if o.smoke else ""}
-    return render.fill(TEMPLATES / "imagebuilder.yaml", subs)
+    return template.fill(TEMPLATES / "imagebuilder.yaml", subs)
 
 
 def self_install_lines(o: BootstrapOptions) -> list[str]:
     """Shell lines that install neuron-env into the tool venv from the checked source: a
     wheelhouse with no index, a wheel whose sha256 is checked first, or a spec from the team's
     index (options end with --: a source is never taken for an option)."""
-    q = render.sh
+    q = template.sh
     pip = f"{q(o.tool_venv + '/bin/python')} -m pip install --quiet --disable-pip-version-check"
     if o.source_index_url:
         pip += f" --index-url {q(o.source_index_url)}"
@@ -233,7 +233,7 @@ def self_install_lines(o: BootstrapOptions) -> list[str]:
 
 
 def _component_export(var: str, url: str | None, src: str | None) -> str:
-    q = render.sh
+    q = template.sh
     if url or not src:  # the caller passes a URL or a source
         return f"export {var}={q(url or '')}"
     if src.startswith("ssm:"):

@@ -1,4 +1,4 @@
-"""The one renderer (util/render.py) and its callers: every module that renders a script, a YAML
+"""The one renderer (util/template.py) and its callers: every module that renders a script, a YAML
 document or a command line imports it and neither quotes nor fills placeholders on its own; any
 other module that quotes for a shell is a named exception (a fix hint shown to a person). Every
 template's placeholders are all filled by its renderer, in one pass."""
@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 import neuron_env
-from neuron_env.bootstrap.render import BootstrapOptions, component, userdata
+from neuron_env.bootstrap.userdata import BootstrapOptions, component, userdata
 from neuron_env.collectives import launch as coll_launch
 from neuron_env.collectives.options import CollectivesOptions
 from neuron_env.errors import UsageError
 from neuron_env.fleet import k8s, slurm, ssm
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util import render
+from neuron_env.util import template
 
 PKG = Path(neuron_env.__file__).parent
-RENDERERS = ["bootstrap/render.py", "fleet/slurm.py", "fleet/k8s.py", "fleet/ssm.py",
+RENDERERS = ["bootstrap/userdata.py", "fleet/slurm.py", "fleet/k8s.py", "fleet/ssm.py",
              "collectives/launch.py", "trial/distributed/launch.py", "cli/engines.py",
              "cli/fleet.py"]
 # modules that quote for a shell only to SHOW a command to a person (a fix hint, a plan)
@@ -32,16 +32,16 @@ OWN_FILL = re.compile(r"""replace\(\s*f?["']@@|re\.compile\(\s*r?["']@@""")
 
 
 @pytest.mark.parametrize("rel", RENDERERS)
-def test_every_renderer_goes_through_util_render(rel):
+def test_every_renderer_goes_through_util_template(rel):
     text = (PKG / rel).read_text()
-    assert "util.render import" in text or "from neuron_env.util import render" in text, rel
-    assert not QUOTES.search(text), f"{rel} quotes on its own: use util.render.sh/sh_join"
-    assert not OWN_FILL.search(text), f"{rel} fills placeholders on its own: util.render.fill"
+    assert "util.template import" in text or "from neuron_env.util import template" in text, rel
+    assert not QUOTES.search(text), f"{rel} quotes on its own: use util.template.sh/sh_join"
+    assert not OWN_FILL.search(text), f"{rel} fills placeholders on its own: util.template.fill"
 
 
 def test_no_other_module_quotes_for_a_shell():
     found = {str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if QUOTES.search(p.read_text())}
-    assert found <= HINTS | {"util/render.py"}, sorted(found - HINTS)
+    assert found <= HINTS | {"util/template.py"}, sorted(found - HINTS)
 
 
 def test_every_placeholder_is_filled():
@@ -56,20 +56,20 @@ def test_every_placeholder_is_filled():
         dist.launch_script("torchrun", "/py", TrialOptions(model="builtin:mlp"),
                            dist.DistOptions(world_size=8, nnodes=2))]
     for text in out:
-        assert not render.PLACEHOLDER.search(text), text
+        assert not template.PLACEHOLDER.search(text), text
 
 
 def test_fill_is_one_pass_and_misses_nothing():
-    assert render.fill("a @@X@@ b @@Y@@", {"X": "@@Y@@", "Y": "$(id)"}) == "a @@Y@@ b $(id)"
+    assert template.fill("a @@X@@ b @@Y@@", {"X": "@@Y@@", "Y": "$(id)"}) == "a @@Y@@ b $(id)"
     with pytest.raises(KeyError):
-        render.fill("@@NOPE@@", {})
+        template.fill("@@NOPE@@", {})
 
 
 @pytest.mark.parametrize("c", ["\n", "\r", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029",
                                "\ufeff", "\ufffe", "\u202e", "\ud800"])
 def test_value_refuses_line_breaks_and_controls_naming_the_option(c):
     with pytest.raises(UsageError, match="--venv") as e:
-        render.value("--venv", f"/opt/v{c}x")
+        template.value("--venv", f"/opt/v{c}x")
     assert e.value.exit_code == 2 and f"U+{ord(c):04X}" in e.value.message
 
 

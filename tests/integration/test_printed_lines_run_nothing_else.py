@@ -85,8 +85,8 @@ def _free_port() -> int:
 def test_printed_torchrun_lines_import_nothing_from_the_cwd(torch_python, tmp_path):
     """trial --print-launch torchrun: the reference and the torchrun agent line (in-process
     launches share its builder) run from a cwd holding json.py; then --collect passes."""
-    from tests.conftest import cli_env, run_cli
     from tests.helpers import procs
+    from tests.helpers.cli import cli_env, run_cli
 
     p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--device", "cpu",
                 "--iterations", "3", "--print-launch", "torchrun", "--python", torch_python)
@@ -110,7 +110,7 @@ def test_printed_collectives_rank_line_imports_nothing_from_the_cwd(torch_python
     that line, run from a cwd holding json.py, runs one real rank."""
     import sys
 
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
 
     env = cli_env(PATH=f"{Path(sys.executable).parent.parent / 'nobin'}:/usr/bin:/bin")
     p = subprocess.run([sys.executable, "-m", "neuron_env", "collectives", "--print-launch",
@@ -134,7 +134,7 @@ def test_every_printed_python_line_names_a_script_not_a_module():
     """Static, every launcher: no printed line runs `python -m` (the cwd first on sys.path)."""
     import sys
 
-    from tests.conftest import cli_env, run_cli
+    from tests.helpers.cli import cli_env, run_cli
 
     env = cli_env(PATH="/usr/bin:/bin")
     outs = [run_cli("trial", "builtin:mlp", "--world-size", "2", "--print-launch", kind,
@@ -152,7 +152,7 @@ def test_every_printed_python_line_names_a_script_not_a_module():
 
 # -- finding 3: the distributed trial's own files in RUN_DIR never go through a planted link ---
 def _reference_line(torch_python: str) -> str:
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--device", "cpu",
                 "--iterations", "2", "--print-launch", "srun", "--python", torch_python)
@@ -161,7 +161,7 @@ def _reference_line(torch_python: str) -> str:
 
 
 def test_planted_links_in_run_dir_are_replaced_not_written_through(torch_python, tmp_path):
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
 
     victim = tmp_path / "authorized_keys"
     victim.write_text("KEEP\n")
@@ -180,7 +180,7 @@ def test_planted_links_in_run_dir_are_replaced_not_written_through(torch_python,
 
 
 def test_a_run_dir_others_can_write_gets_no_file(torch_python, tmp_path):
-    from tests.conftest import cli_env
+    from tests.helpers.cli import cli_env
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -235,8 +235,8 @@ rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc
 def test_printed_srun_script_imports_nothing_from_the_cwd(torch_python, tmp_path):
     """trial --print-launch srun, run as printed (stub srun and scontrol on this host) from a
     cwd holding json.py: the reference and both ranks run, nothing from the cwd."""
-    from tests.conftest import cli_env, run_cli
     from tests.helpers import procs
+    from tests.helpers.cli import cli_env, run_cli
 
     p = run_cli("trial", "builtin:mlp", "--world-size", "2", "--device", "cpu",
                 "--iterations", "2", "--print-launch", "srun", "--python", torch_python)

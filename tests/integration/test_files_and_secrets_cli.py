@@ -19,8 +19,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, cli_env, run_cli
 from tests.helpers import roots
+from tests.helpers.cli import REPO, cli_env, run_cli
 from tests.helpers.envs import make_venv, site_packages
 
 pytestmark = pytest.mark.integration
@@ -251,7 +251,7 @@ def test_matrix_url_with_a_token_is_masked_everywhere():
 def test_ssm_parameter_and_tags_are_masked(moto_url, monkeypatch):
     from neuron_env.aws import publish
     from neuron_env.report.model import Report, Result
-    from tests.integration.conftest import aws_env, boto
+    from tests.helpers.aws import aws_env, boto
 
     for k, v in aws_env(moto_url).items():
         if k.startswith("AWS_"):
