@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
 from tests.helpers import hostparts as hp
 from tests.helpers import roots
+from tests.helpers.cli import cli_env, run_cli
 
 pytestmark = pytest.mark.integration
 

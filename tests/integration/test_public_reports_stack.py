@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import roots
+from tests.helpers.cli import run_cli
 from tests.helpers.envs import add_dist, make_venv, pyenv_python, site_packages
 
 pytestmark = pytest.mark.integration
