@@ -113,8 +113,10 @@ class Trial:
         low = "cpu_autocast" if self.opts.get("autocast") else "cpu_" + self.dtype_name
         return dict(rtol=self.rtol if self.user_tol else None,
                     atol=self.atol if self.user_tol else None, rule_applied=(
-                        "per tensor: max|device - cpu_float32| <= %g * max|%s - cpu_float32| "
-                        "+ %s" % (LOW_FACTOR, low, floor)))
+                        "per tensor: max|device - cpu_float32| <= %g * max(max|%s - "
+                        "cpu_float32|, that CPU's typical relative error (90th percentile over "
+                        "the model's tensors) * max|cpu_float32|) + %s" % (LOW_FACTOR, low,
+                                                                          floor)))
 
     def ctx(self, device=None):
         if not self.opts.get("autocast"):

@@ -16,7 +16,7 @@ def test_bf16_details_show_the_rule_applied_and_the_users_floor(torch_python):
     _doc, r = trial(torch_python, "builtin:mlp", "--dtype", "bfloat16")
     d = r["trial.dtype"]["details"]
     assert d["rtol"] is None and d["atol"] is None, d  # not the float32 rule's 0.05/0.02
-    assert "2 * max|cpu_bfloat16 - cpu_float32|" in d["rule_applied"]
+    assert "2 * max(max|cpu_bfloat16 - cpu_float32|" in d["rule_applied"]
     assert "one bfloat16 step" in d["rule_applied"]
     assert d["rule_applied"] in r["trial.dtype"]["summary"]
     assert r["trial.eager"]["details"]["rule_applied"] == d["rule_applied"]
@@ -42,3 +42,14 @@ def test_generate_names_the_divergent_token_one_based(hf_python):
     g = r["trial.generate"]
     assert g["status"] == "fail" and g["details"]["first_divergent_token"] == 1, g
     assert "first differs at new token 1 of 4 (0-based step 0)" in g["summary"]
+
+
+def test_bf16_siglip_is_no_false_alarm_and_reports_both_errors(hf_python):
+    """The emulated device computes bfloat16 as the CPU does, yet a LayerNorm weight's gradient
+    came out at 2.4x the CPU's own error for that one tensor (whose CPU error was small by
+    chance): the allowance now takes the CPU's typical bf16 error over the model."""
+    doc, r = trial(hf_python, f"{MODELS}:siglip", "--dtype", "bfloat16")
+    e = r["trial.eager"]
+    assert e["status"] == "pass" and doc["exit_code"] == 0, e["summary"]
+    w = e["details"]["worst_detail"]
+    assert w["cpu_error"] > 0 and w["cpu_typical_error"] > 0 and w["max_abs_error"] > 0, w
