@@ -172,24 +172,31 @@ def fallback_sources(t, ops):
 
 
 def generate_step(t):
-    """A decoder model's greedy decode of N tokens with its KV cache, on the CPU (float32) and
-    on the device: do the tokens agree, and where do they first differ."""
+    """A decoder model's greedy decode of N tokens with its KV cache, on the CPU and on the
+    device: do the tokens agree, and where do they first differ. At a reduced dtype the device
+    is judged against the CPU at that dtype (as every other comparison in that mode: #48.6),
+    the float32 CPU's agreement reported beside it."""
     step("generate")
     n = int(t.opts.get("generate") or 0)
     if not callable(getattr(t.initial, "generate", None)):
         add("generate", "skip", "--generate needs a model with generate() (a Hugging Face "
             "causal LM); %s has none" % type(t.initial).__name__)
         return
-    torch = t.torch
+    torch, cpu = t.torch, t.torch.device("cpu")
+    cfg = getattr(t.initial, "generation_config", None)
+    own_pad = getattr(cfg, "pad_token_id", None) is not None
+    extra = {} if own_pad else {"pad_token_id": 0}
 
     def decode(model, inputs):
         args, kwargs = inputs
         with torch.no_grad(), t.ctx(next(model.parameters()).device):
             out = model.generate(*args, **kwargs, max_new_tokens=n, do_sample=False,
-                                 use_cache=True, pad_token_id=0)
+                                 use_cache=True, **extra)
         return out.detach().to("cpu")
     try:
-        ref = decode(t.prepared(t.initial).float().eval(), t.float_inputs())
+        f32 = decode(t.prepared(t.initial).float().eval(), t.float_inputs())
+        ref = decode(t.to_device(t.initial, cpu).eval(), t.device_inputs(device=cpu)) \
+            if t.low_precision else f32
     except Exception as e:
         at = user_frame(e)
         add("generate", "fail", "generate() fails on the CPU: %s%s" % (
@@ -205,16 +212,37 @@ def generate_step(t):
             t.device, cause_of(e), "; at %s" % at if at else ""), error=tb_text(e),
             crashed=True, root_cause=cause_of(e), user_frame=at, side="device")
         return
+    judge_tokens(t, n, ref, got, f32, own_pad)
+
+
+def _agreement(ref, got, n):
+    """(share of new tokens equal, 0-based index of the first differing one, all equal)."""
     prompt = ref.shape[-1] - n
     a = ref[..., prompt:]
-    b = got[..., prompt:] if got.shape == ref.shape else None
-    same = (a == b) if b is not None else None
-    agree = float(same.float().mean()) if same is not None else 0.0
-    first = next((i for i in range(a.shape[-1]) if not bool(same[..., i].all())), None) \
-        if same is not None else 0
-    ok = same is not None and bool(same.all())
-    add("generate", "pass" if ok else "fail", "%d greedy decode steps with the KV cache: %s" % (
-        n, "every token agrees with the CPU" if ok else
-        "%.0f%% of tokens agree; first differs at step %s" % (100 * agree, first)),
+    if got.shape != ref.shape:
+        return 0.0, 0, False
+    same = a == got[..., prompt:]
+    first = next((i for i in range(a.shape[-1]) if not bool(same[..., i].all())), None)
+    return float(same.float().mean()), first, bool(same.all())
+
+
+def judge_tokens(t, n, ref, got, f32, own_pad):
+    prompt = ref.shape[-1] - n
+    agree, first, ok = _agreement(ref, got, n)
+    against = "the CPU at %s" % ("autocast(bfloat16)" if t.opts.get("autocast") else
+                                  t.dtype_name) if t.low_precision else "the CPU"
+    f32_agree = _agreement(f32, got, n)[0] if t.low_precision else None
+    notes = ("; %.0f%% agree with the float32 CPU" % (100 * f32_agree)
+             if f32_agree is not None else "")
+    if not own_pad:
+        notes += ("; pad_token_id=0 was passed to generate() (the model's generation config "
+                  "has none)")
+    add("generate", "pass" if ok else "fail", "%d greedy decode steps with the KV cache: %s%s"
+        % (n, "every token agrees with %s" % against if ok else
+           "%.0f%% of tokens agree with %s; first differs at new token %d of %d (0-based "
+           "step %d)" % (100 * agree, against, (first or 0) + 1, n, first or 0), notes),
         steps=n, agreement=agree, first_divergent_step=first,
-        cpu_tokens=a.tolist(), device_tokens=got[..., prompt:].tolist())
+        first_divergent_token=None if first is None else first + 1, compared_with=against,
+        float32_agreement=f32_agree, pad_token_id=None if own_pad else 0,
+        cpu_tokens=ref[..., prompt:].tolist(), device_tokens=got[..., prompt:].tolist(),
+        float32_cpu_tokens=f32[..., prompt:].tolist() if t.low_precision else None)

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _shared.py, ev
 from _shared import emit, step, sync
 from _trial_baseline import compare_baseline, save_baseline
 from _trial_common import RESULTS, Usage, add, short, tb_text, user_frames, where
-from _trial_compare import TOL, compare_all, flatten, host, verdict
+from _trial_compare import LOW_FACTOR, TOL, compare_all, flatten, host, verdict
 from _trial_compile import compile_step, shape_list, shapes_step
 from _trial_device import (
     all_phases,
@@ -99,6 +99,24 @@ class Trial:
         self.mem = memory_api(torch, device)
         self.api, self.counts = tracking_api(torch, device)
         self.phases, self.reference_ok = {}, False  # phase -> op tracking (_trial_device)
+
+    def tolerance(self):
+        """{rtol, atol, rule_applied}: the rule the comparison applies, in words (#48.6). At a
+        reduced dtype rtol/atol are only the floor, and only where the user gave them."""
+        if not self.low_precision:
+            return dict(rtol=self.rtol, atol=self.atol, rule_applied=(
+                "|device - cpu_float32| <= atol + rtol*|cpu_float32| element-wise (rtol=%g, "
+                "atol=%g)" % (self.rtol, self.atol)))
+        floor = ("atol + rtol*max|cpu_float32| (your --rtol %g --atol %g)" % (
+            self.rtol, self.atol) if self.user_tol else
+            "2^-8*max|cpu_float32| + 1e-6 (one bfloat16 step at the tensor's scale)")
+        low = "cpu_autocast" if self.opts.get("autocast") else "cpu_" + self.dtype_name
+        return dict(rtol=self.rtol if self.user_tol else None,
+                    atol=self.atol if self.user_tol else None, rule_applied=(
+                        "per tensor: max|device - cpu_float32| <= %g * max(max|%s - "
+                        "cpu_float32|, that CPU's typical relative error (90th percentile over "
+                        "the model's tensors) * max|cpu_float32|) + %s" % (LOW_FACTOR, low,
+                                                                          floor)))
 
     def ctx(self, device=None):
         if not self.opts.get("autocast"):
@@ -229,14 +247,14 @@ def float64_report(t):
     ins = [i for i, x in enumerate(t.tensors()) if x.dtype == torch.float64]
     what = dict(float64_parameters=params, float64_buffers=bufs, float64_inputs=ins,
                 dtype=t.dtype_name, autocast=bool(t.opts.get("autocast")),
-                rtol=t.rtol, atol=t.atol, mode=t.mode, stochastic=t.stochastic,
-                inference=t.inference, rule="low_precision" if t.low_precision else "allclose")
+                mode=t.mode, stochastic=t.stochastic, inference=t.inference,
+                rule="low_precision" if t.low_precision else "allclose", **t.tolerance())
     mode = "%s%s" % (t.dtype_name, " + autocast(bfloat16)" if what["autocast"] else "")
     if t.low_precision:
         rule = ("judged against the CPU at the same dtype: the device's max abs error vs a "
                 "float32 CPU reference within 2x the CPU-%s error%s" % (
                     "autocast" if what["autocast"] else t.dtype_name,
-                    " + atol/rtol" if t.user_tol else ""))
+                    " + atol/rtol" if t.user_tol else "")) + " [%s]" % what["rule_applied"]
     else:
         rule = "against a float32 CPU reference, |a-b| <= atol + rtol*|b| (rtol=%g, atol=%g)" \
             % (t.rtol, t.atol)
@@ -347,7 +365,7 @@ def eager(t):
                                      div["module"], div.get("module_type"), div["why"])
                                  if div and div.get("module") else "",
                                  first, t.timing["eager"]["median_s"] or first),
-        rtol=t.rtol, atol=t.atol, timing=t.timing["eager"], first_divergence=div,
+        timing=t.timing["eager"], first_divergence=div, **t.tolerance(),
         mode=t.mode, **cmp)
     if t.opts.get("steps"):
         drift = t.compare(params, t.ref_params, t.low_params)

@@ -251,6 +251,7 @@ def reference(torch, opts, run):
     mode, stochastic = decide_mode(torch, opts["seed"], device, model, inputs, fn)
     if mode == "eval":
         model.eval()
+    coupled = coupling(torch, model, inputs, batch, batch // world, opts)
     init = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
     model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=opts["lr"])
@@ -277,7 +278,41 @@ def reference(torch, opts, run):
                 whole_batch_step_s=whole_s, tensors=len(final), device=device.type,
                 torch=torch.__version__, emulated=emulated(torch, device), mode=mode,
                 stochastic=stochastic, unused=sorted(unused), not_sharded=other,
+                batch_coupled=coupled,
                 losses=[x["loss"] for x in steps])
+
+
+def coupling(torch, model, inputs, batch, per, opts):
+    """What couples the samples of a batch, found in ONE process before any rank runs (#48.4):
+    the BatchNorm modules (in train mode they normalise with the statistics of the batch they
+    see: a rank sees its shard), and the outputs whose first shard, run alone, differs from
+    the whole batch's first rows (CLIP's logits over every pair, an in-batch loss). Run on a
+    copy on the CPU (running statistics of the model itself untouched) in the mode compared."""
+    import copy
+
+    norm = torch.nn.modules.batchnorm._BatchNorm
+    bns = [(n, m) for n, m in model.named_modules() if isinstance(m, norm)]
+    doc = dict(batchnorm=[n for n, _ in bns], batchnorm_train=any(m.training for _, m in bns),
+               outputs={})
+    try:
+        probe = copy.deepcopy(model)
+        outs = []
+        with torch.no_grad():
+            for sl in (slice(0, batch), slice(0, per)):
+                torch.manual_seed(opts["seed"] + 1)
+                args, kwargs = shard(torch, inputs, batch, sl, torch.device("cpu"))
+                outs.append(dict(flatten(probe(*args, **kwargs))))
+    except Exception as e:  # the probe is evidence only: the comparison itself still runs
+        doc["probe_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+        return doc
+    whole, part = outs
+    for name, t in whole.items():
+        if t.dim() == 0 or t.shape[0] != batch or not t.is_floating_point():
+            continue
+        c = check(torch, part.get(name), host(t)[:per], opts["rtol"], opts["atol"])
+        if not c["ok"]:
+            doc["outputs"][name] = {k: c[k] for k in ("max_abs", "shape", "missing") if c.get(k)}
+    return doc
 
 
 def fault(who, where):
@@ -308,10 +343,39 @@ def wrap(torch, model, strategy, device, world, unused):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh(device.type, (world,))
-    for sub in model.children():  # one FSDP group per direct child that holds parameters
-        if any(True for _ in sub.parameters()):
-            fully_shard(sub, mesh=mesh)
-    return fully_shard(model, mesh=mesh), None
+    for sub in fsdp_groups(model):
+        fully_shard(sub, mesh=mesh)
+    return fully_shard(model, mesh=mesh), None  # the root last: it takes what is left
+
+
+def fsdp_groups(model):
+    """The submodules that get an FSDP group of their own, innermost first (#48.5): each
+    direct child that holds parameters, unless it holds a parameter tied to one outside it
+    (GPT-2's lm_head.weight is transformer.wte.weight; T5's shared embedding is in the encoder
+    and the decoder): FSDP2 refuses a tensor in two groups, so such a child is not wrapped,
+    its own children are considered the same way, and the root's group holds the tied ones.
+    A container without forward (ModuleList, ModuleDict: FSDP2 refuses them) is looked into."""
+    import torch
+
+    base_forward = torch.nn.Module.forward
+    names = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(n)
+
+    def walk(module, prefix):
+        out = []
+        for name, sub in module.named_children():
+            path = prefix + name
+            params = list(sub.parameters())
+            if not params:
+                continue
+            own = all(n.startswith(path + ".") for p in params for n in names[id(p)])
+            if own and type(sub).forward is not base_forward:
+                out.append(sub)
+            else:
+                out += walk(sub, path + ".")
+        return out
+    return walk(model, "")
 
 
 def worst_of(rows):

@@ -98,7 +98,8 @@ def observed(name: str, data: dict):
 
 def expected(name: str, data: dict):
     if "rtol" in data and "atol" in data:
-        return {"rtol": data["rtol"], "atol": data["atol"]}
+        rule = {"rule": data["rule_applied"]} if data.get("rule_applied") else {}
+        return {"rtol": data["rtol"], "atol": data["atol"], **rule}
     if name == "fallback":
         return {"ops": []}
     return None

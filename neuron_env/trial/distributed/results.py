@@ -142,6 +142,7 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
         "mode": ref.get("mode"), "stochastic": ref.get("stochastic") or [],
         "unused_parameters": ref.get("unused") or [],
         "not_sharded_outputs": ref.get("not_sharded") or [],
+        "batch_coupled": ref.get("batch_coupled") or {},
         "loss": {"reference": ref.get("losses") or [],
                  "ranks": [row.get("value") for row in docs[0]["losses"]]}, **r.info}
     tag = " [EMULATED]" if thr["emulated"] else ""
@@ -149,7 +150,7 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
         f", {d.nnodes} torchrun agents" if d.nnodes > 1 else "") + ")"
     dependent = _rank_dependent(docs, where, tag, details)
     if dependent is not None:
-        return dependent
+        return _coupled(ref, dependent, where, tag) or dependent
     losses = [(x["rank"], row) for x in docs for row in x["losses"]]
     params = [(x["rank"], x["worst_param"]) for x in docs if x.get("worst_param")]
     worst = _worst(losses + params)
@@ -159,13 +160,14 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
     if bad:
         rk, row = worst or bad[0]
         n_bad = len({t for x in docs for t in x["bad_params"]})
-        return Result("trial.distributed", "trial", "fail",
+        failed = Result("trial.distributed", "trial", "fail",
                       f"{where}: {row['tensor']} ({row['phase']}) differs from the one-process "
                       f"run on rank {rk} ({_how_far(row)}); {n_bad} of "
                       f"{details['tensors']} parameters differ" + tag, details=details,
                       fix="the per-rank outputs matched, so the reduction is wrong: a custom "
                           "gradient hook, a loss that is not a mean over the batch, or the "
                           "backend's all-reduce (neuron-env collectives)")
+        return _coupled(ref, failed, where, tag) or failed
     w = details.get("worst") or {}
     return Result("trial.distributed", "trial", "pass",
                   f"{where}: loss and {details['tensors']} parameters after "
@@ -175,6 +177,49 @@ def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
                   f"{thr['samples_per_s']:.1f} samples/s, scaling "
                   f"efficiency {_pct(thr['scaling_efficiency'])}" + tag, details=details,
                   observed={"samples_per_s": round(thr["samples_per_s"], 3)})
+
+
+def _coupled(ref: dict[str, Any], failed: Result, where: str, tag: str) -> Result | None:
+    """#48.4: a model that couples the samples of a batch cannot equal one process under DDP
+    by construction; when the one-process probe found why, the difference is a warn naming
+    it, not a rank blamed. None when nothing couples the batch (the failure stands)."""
+    c = ref.get("batch_coupled") or {}
+    outs: dict[str, Any] = c.get("outputs") or {}
+    bns = (c.get("batchnorm") or []) if c.get("batchnorm_train") else []
+    if not outs and not bns:
+        return None
+    why = []
+    if bns:
+        why.append(f"{len(bns)} BatchNorm module(s) in train mode ({_few(bns)}) normalise "
+                   "each rank's shard with that shard's own statistics")
+    if outs:
+        why.append(f"output(s) {_few(list(outs))} depend on the whole batch (in one process "
+                   f"the first shard run alone differs from the whole batch's rows: "
+                   f"{_probe(next(iter(outs.values())))})")
+    w = (failed.details or {}).get("worst") or {}
+    seen = f"{w.get('tensor')}, {w.get('phase')}, {_how_far(w)}" if w else "-"
+    from neuron_env.util.record import replace
+
+    return replace(
+        failed, status="warn",
+        summary=f"{where}: not comparable with one process by construction: "
+                + "; ".join(why) + f"; the ranks differ as that predicts ({seen}); the "
+                "all-reduce itself was not judged" + tag,
+        fix=("use torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) so the ranks share "
+             "batch statistics; " if bns else "")
+            + ("compute batch-wide outputs (contrastive logits, in-batch losses) over the "
+               "ranks' all-gathered embeddings; " if outs else "")
+            + "or run trial on a model in eval mode to compare the rest")
+
+
+def _few(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+
+
+def _probe(row: dict[str, Any]) -> str:
+    if row.get("shape"):
+        return f"shape {row['shape'][0]} alone, {row['shape'][1]} as rows of the whole batch"
+    return f"max |diff| {_g(row.get('max_abs'))}"
 
 
 def _how_far(row: dict[str, Any]) -> str:
@@ -196,6 +241,11 @@ def _mode_note(ref: dict[str, Any], how: str | None) -> str:
         out += ("; compared in EVAL mode: the model draws random numbers in train mode ("
                 + ", ".join(map(str, stochastic[:3])) + (", ..." if len(stochastic) > 3 else "")
                 + "), which the whole batch and the shards cannot draw alike")
+    bns = (ref.get("batch_coupled") or {}).get("batchnorm") or []
+    if stochastic and bns:
+        out += (f"; in eval mode the {len(bns)} BatchNorm module(s) ({_few(bns)}) used their "
+                "running statistics: training's batch statistics, which each rank would take "
+                "from its own shard (SyncBatchNorm shares them), were not compared")
     unused = ref.get("unused") or []
     if unused:
         out += (f"; {len(unused)} parameter(s) get no gradient from the loss ("
