@@ -419,8 +419,12 @@ def npd_run(root: Path, tmp_path: Path, **kw) -> subprocess.CompletedProcess:
 def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
     """The EKS Neuron AMI is Amazon Linux 2023 (rpm, no dpkg): the node-level profile passes a
     healthy node (it failed os.release before), fails one with half its devices missing, and
-    fails a dpkg-based node whose loaded driver is older than its dkms."""
-    healthy = roots.trn2_host(tmp_path / "healthy", os="amzn-2023", packages=None)
+    fails a dpkg-based node whose loaded driver is older than its dkms, and one whose containerd
+    runs the Neuron OCI hook wrapper that is not installed (container.hook)."""
+    healthy = roots.add_neuron_oci_hook(
+        roots.trn2_host(tmp_path / "healthy", os="amzn-2023", packages=None))
+    unhooked = roots.add_neuron_oci_hook(
+        roots.trn2_host(tmp_path / "unhooked", os="amzn-2023", packages=None), wrapper=False)
     missing = roots.trn2_host(tmp_path / "missing", os="amzn-2023", packages=None, devices=8)
     broken = roots.trn2_host(tmp_path / "broken", driver=BROKEN)
     ok = npd_run(healthy, tmp_path / "a")
@@ -430,7 +434,10 @@ def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
     bad = npd_run(broken, tmp_path / "c")
     assert bad.returncode == 1 and bad.stdout.startswith("neuron-env: driver.versions"), \
         bad.stdout + bad.stderr
-    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, half, bad))  # max_output_length
+    hook = npd_run(unhooked, tmp_path / "d")
+    assert hook.returncode == 1 and hook.stdout.startswith("neuron-env: container.hook"), \
+        hook.stdout + hook.stderr
+    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, half, bad, hook))
 
 
 # -- the CI rehearsal recipe of docs/bootstrap.md ------------------------------------------------
