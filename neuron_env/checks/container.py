@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from neuron_env.checks.driver import parse_core_list
+from neuron_env.checks.driver import _not_neuron_host, install_fix, parse_core_list
 from neuron_env.checks.registry import check, result
 from neuron_env.report.model import Result
 
@@ -80,3 +80,38 @@ def _cores_fit(facts: HostFacts, m: Matrix, observed: dict[str, Any], nodes: Any
                       fix=_how_to_add(facts.container.kind, list(range(need))))
     return result("container.devices", "pass",
                   f"{len(nodes)} Neuron device node(s) passed into {where}", observed=observed)
+
+
+HOOK_DOCS = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/"
+             "tutorial-oci-hook.html")
+HOOK_WRAPPER = "/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh"
+
+
+@check("container.hook", "container")
+def container_hook(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
+    """on a node: a container runtime set to the Neuron OCI hook has its wrapper installed."""
+    c = facts.container
+    if c.in_container:
+        return result("container.hook", "skip", "inside a container: the node's runtime is "
+                      "judged on the node (doctor --root /host)")
+    if (why := _not_neuron_host(facts, m)) is not None:
+        return result("container.hook", "skip", f"{why}: no Neuron devices to pass")
+    observed = {"runtimes": list(c.runtimes), "hooked": list(c.hooked),
+                "wrapper": c.hook_wrapper}
+    if not c.runtimes:
+        return result("container.hook", "skip", "no docker, containerd or cri-o configuration "
+                      "under /etc", observed=observed)
+    if c.hooked and not c.hook_wrapper:
+        how = install_fix(facts, m, ["aws-neuronx-oci-hook"])
+        return result("container.hook", "fail",
+                      f"{' and '.join(c.hooked)} run(s) containers through {HOOK_WRAPPER}, "
+                      "which is not installed (or not executable): containers do not start",
+                      observed=observed, docs=HOOK_DOCS, **how)
+    if c.hooked:
+        return result("container.hook", "pass",
+                      f"{' and '.join(c.hooked)} run(s) the Neuron OCI hook "
+                      "(AWS_NEURON_VISIBLE_DEVICES passes devices)", observed=observed)
+    return result("container.hook", "pass",
+                  f"{', '.join(c.runtimes)} without the Neuron OCI hook: containers get "
+                  "/dev/neuron* from the Neuron device plugin (Kubernetes) or --device, not "
+                  "from AWS_NEURON_VISIBLE_DEVICES", observed=observed, docs=HOOK_DOCS)

@@ -30,6 +30,21 @@ def apt_fix(facts: HostFacts, m: Matrix, names: list[str] | None = None) -> dict
     return {"fix": cmd + fixes.chroot_note(facts), "fix_command": cmd}
 
 
+def install_fix(facts: HostFacts, m: Matrix, names: list[str], before: str = "",
+                headers: bool = False, after: str = "") -> dict[str, Any]:
+    """fix/fix_command that install Neuron `names` with the host's own tool, `before` (a
+    command, e.g. removing a legacy package) first; where neither Neuron's apt nor its yum
+    repository serves the host (Debian), driver.module's words and no command: an apt-get
+    line for packages its repositories do not have would contradict them (#44)."""
+    pre = f"{before} && " if before else ""
+    if pkgfix.family(facts) != "rpm" and fixes.apt_install(facts, m, names) is None:
+        words = apt_fix(facts, m, names)["fix"]
+        return {"fix": f"{before}; then: {words}" if before else words,
+                "fix_command": None}
+    cmd = pre + pkgfix.install(facts, m, names, headers=headers)
+    return {"fix": cmd + after, "fix_command": cmd}
+
+
 def _image(facts: HostFacts) -> bool:
     """A mounted image under --root: it has no live /sys, so nothing is loaded or visible."""
     return facts.root.explicit and not facts.driver.sysfs_present
@@ -79,10 +94,9 @@ def _half_done(facts: HostFacts, m: Matrix, observed: dict[str, Any]) -> Result 
         return result("driver.module", "fail",
                       f"the old aws-neuron-dkms {old} is {how}; it conflicts with "
                       "aws-neuronx-dkms (which supports every instance type, Inf1 included)",
-                      observed=observed,
-                      fix=(cmd := pkgfix.remove(facts, ["aws-neuron-dkms"]) + " && "
-                           + pkgfix.install(facts, m, ["aws-neuronx-dkms"], headers=True)),
-                      fix_command=cmd, docs=docs)
+                      observed=observed, docs=docs,
+                      **install_fix(facts, m, ["aws-neuronx-dkms"], headers=True,
+                                    before=pkgfix.remove(facts, ["aws-neuron-dkms"])))
     if (state := d.states.get("aws-neuronx-dkms")) is not None:
         return result("driver.module", "fail",
                       f"aws-neuronx-dkms {d.versions.get('aws-neuronx-dkms', '')} is "
@@ -127,9 +141,7 @@ def driver_module(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             return result("driver.module", "warn",
                           f"neuron module {d.module_version} loaded, but aws-neuronx-dkms "
                           f"{dkms} differs from the release's {pin}", observed=observed,
-                          expected=pin, fix_command=(cmd := pkgfix.install(
-                              facts, m, ["aws-neuronx-dkms"])),
-                          fix=cmd)
+                          expected=pin, **install_fix(facts, m, ["aws-neuronx-dkms"]))
         return result("driver.module", "pass",
                       f"neuron module {d.module_version} loaded{extra}", observed=observed,
                       expected=pin)
@@ -284,8 +296,7 @@ def _legacy_result(facts: HostFacts, m: Matrix) -> Result | None:
                   "the aws-neuronx-* packages: 'Unable to determine Neuron Driver version', "
                   "runtime compatibility-id errors)",
                   observed={n: d.packages[n] for n in legacy},
-                  fix=(cmd := pkgfix.remove(facts, legacy) + " && "
-                       + pkgfix.install(facts, m, list(STACK))), fix_command=cmd,
+                  **install_fix(facts, m, list(STACK), before=pkgfix.remove(facts, legacy)),
                   docs=m.doc("install_troubleshooting") or m.doc("setup"))
 
 
@@ -350,17 +361,16 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
     fails = _stack_mismatches(d, m)
     loaded = _loaded_vs_installed(facts)
     hard, soft = _release_differences(d, m)
-    cmd = pkgfix.install(facts, m, list(STACK))
-    fix = cmd
+    reload = ("; then reload the driver (sudo modprobe -r neuron && sudo modprobe neuron, "
+              "or reboot)")
     if loaded:
         fails.append(loaded)
-        fix += ("; then reload the driver (sudo modprobe -r neuron && sudo modprobe neuron, "
-                "or reboot)")
+    how = install_fix(facts, m, list(STACK), after=reload if loaded else "")
     if fails or hard:
         probs = fails + hard
         return result("driver.versions", "fail", probs[0] + (
             f" (+{len(probs) - 1} more)" if len(probs) > 1 else ""), observed=observed,
-            expected=expected, fix=fix, fix_command=cmd,
+            expected=expected, **how,
             docs=m.doc("runtime_notes") or m.doc("setup"),
             details={"problems": probs})
     if soft:
@@ -369,7 +379,7 @@ def driver_versions(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
         return result("driver.versions", "warn",
                       f"differs from Neuron {m.release}'s component versions (not confirmed as "
                       f"apt pins): {'; '.join(soft)}", observed=observed, expected=expected,
-                      fix=fix, fix_command=cmd, docs=where or m.doc("release_notes"))
+                      **how, docs=where or m.doc("release_notes"))
     return result("driver.versions", "pass",
                   "driver, runtime, collectives and tools in step"
                   + (f" with Neuron {m.release}" if any(expected.values()) else ""),

@@ -21,7 +21,7 @@ NPD_IMAGE = "registry.k8s.io/node-problem-detector/node-problem-detector:v0.8.20
 # (Amazon Linux 2023). os.release judges the OS for Neuron's prebuilt PyTorch wheels, and the
 # Python side (torch, torch-neuronx, the compile cache) lives in pod images: docs/fleet.md
 # shows the pod-level check for them.
-NODE_CHECKS = "os.arch,instance.type,driver,tools.path,net.efa"
+NODE_CHECKS = "os.arch,instance.type,driver,tools.path,net.efa,container.hook"
 
 
 def monitor_config(interval: int, timeout: int) -> dict[str, Any]:

@@ -190,3 +190,18 @@ def make_container(root: Path, kind: str = "docker") -> Path:
     (root / "proc/1/cgroup").write_text("0::/kubepods/besteffort/pod1\n" if kind != "docker"
                                         else "0::/docker/0123abcd\n")
     return root
+
+
+def add_neuron_oci_hook(root: Path, *, wrapper: bool = True) -> Path:
+    """containerd set up as AWS's OCI hook tutorial writes /etc/containerd/config.toml, and
+    (wrapper) aws-neuronx-oci-hook's runtime wrapper in /opt/aws/neuron/bin."""
+    conf = root / "etc/containerd/config.toml"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                    'default_runtime_name = "neuron"\n'
+                    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.neuron.options]\n'
+                    'BinaryName = "/opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh"\n')
+    if wrapper:
+        add_executable(root / "opt/aws/neuron/bin/oci_neuron_hook_wrapper.sh",
+                       'exec oci-add-hooks "$@"\n')
+    return root

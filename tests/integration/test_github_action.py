@@ -109,9 +109,9 @@ def _condition(expr: str, ctx: dict[str, Any]) -> bool:
     for part in (p.strip() for p in expr.split("&&")):
         if part == "!cancelled()":
             continue
-        m = re.fullmatch(r"([\w.-]+) == '([^']*)'", part)
+        m = re.fullmatch(r"([\w.-]+) (==|!=) '([^']*)'", part)
         assert m, f"unsupported condition {part!r}"
-        ok = ok and _value(m.group(1), ctx) == m.group(2)
+        ok = ok and (_value(m.group(1), ctx) == m.group(3)) == (m.group(2) == "==")
     return ok
 
 
@@ -197,3 +197,39 @@ def test_composite_action_scans_to_sarif_and_runs_doctor(
     assert outputs["doctor-exit-code"] == str(ran[-1].returncode)
     junit = (work / "neuron-env-doctor.xml").read_text()
     assert "<testsuite" in junit and "os.release" in junit
+
+
+@pytest.mark.slow
+def test_composite_action_rehearses_install_and_trial_to_junit(
+        action_checkout: tuple[Path, dict[str, str]], torch_python: str, tmp_path: Path) -> None:
+    """#44 item 9: the `rehearsal` input on a hosted runner: `install --backend emulated` with
+    its arguments (here pointed at an index that is not there: the step fails, says so, and
+    trial does not run), then `trial MODEL` on the rehearsal venv (here the test's torch venv
+    with the emulated backend, given as rehearsal-python) with its JUnit report."""
+    import xml.etree.ElementTree as ET
+
+    path, env = action_checkout
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "train.py").write_text(
+        "import torch\n\n\ndef build():\n    torch.manual_seed(0)\n"
+        "    return torch.nn.Linear(8, 4), (torch.randn(2, 8),)\n")
+    empty = tmp_path / "empty-wheelhouse"
+    empty.mkdir()
+    outputs, ran = run_action({"paths": "train.py", "rehearsal": "train.py:build",
+                               "rehearsal-install-args": f"--offline --find-links {empty}"},
+                              path, work, env)
+    assert len(ran) == 3 and ran[-1].returncode != 0, [p.stderr[-2000:] for p in ran]
+    assert "::error title=neuron-env rehearsal::install --backend emulated" in ran[-1].stdout
+    assert "neuron-env:" in ran[-1].stderr and str(empty) in ran[-1].stderr, ran[-1].stderr
+    assert outputs["trial-exit-code"] == str(ran[-1].returncode)
+    assert outputs["trial-junit-file"] == "" and not (work / "neuron-env-trial.xml").exists()
+
+    outputs, ran = run_action({"paths": "train.py", "rehearsal": "train.py:build",
+                               "rehearsal-python": torch_python}, path, work, env)
+    assert [p.returncode for p in ran] == [0, 0, 0], [p.stderr[-2000:] for p in ran]
+    assert outputs == {**outputs, "trial-junit-file": "neuron-env-trial.xml",
+                       "trial-exit-code": "0"}
+    suite = ET.parse(work / "neuron-env-trial.xml").getroot()
+    assert suite.tag in ("testsuites", "testsuite") and "emulat" in ET.tostring(
+        suite, encoding="unicode").lower()

@@ -6,6 +6,7 @@ each failing check's fix, follows."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -68,3 +69,47 @@ def test_a_rehearsal_says_what_would_differ_on_trainium(tmp_path):
     assert "on Trainium Neuron 2.34 needs Python 3.12-3.14" in r["summary"], r["summary"]
     differs = r["details"]["on_trainium"]
     assert [d.split(":")[0] for d in differs] == ["Python", "compile time", "ops", "memory"]
+
+
+
+OLD_RT = {**roots.DPKG_NEURON_233, "aws-neuronx-runtime-lib": "2.21.41.0",
+          "aws-neuronx-collectives": "2.21.46.0"}
+DRIVER_STATES = {  # each a state in which a driver.* check fails with a fix line
+    "runtime-behind": dict(packages=OLD_RT, driver="2.19.64.0"),
+    "legacy": dict(packages={**roots.DPKG_NEURON_233, "aws-neuron-dkms": "2.3.26.0"}),
+    "module-not-loaded": dict(driver=None),
+    "dkms-only": dict(packages={"aws-neuronx-dkms": "2.31.7.0"}, driver=None),
+}
+
+
+def _driver_fixes(root) -> tuple[dict, list[tuple[str, str]]]:
+    doc = json.loads(run_cli("doctor", "--root", str(root), "--only", "driver",
+                             "--format", "json").stdout)
+    res = {r["id"]: r for r in doc["results"]}
+    lines = [(cid, r.get(k) or "") for cid, r in res.items() for k in ("fix", "fix_command")]
+    return res, lines
+
+
+@pytest.mark.parametrize("state", sorted(DRIVER_STATES))
+@pytest.mark.parametrize("os_name", ["debian-12", "amzn-2023"])
+def test_driver_fix_lines_never_say_apt_get_where_neuron_has_no_apt(tmp_path, state, os_name):
+    """#44 item 7 leftover: every driver.* fix line on Debian (no Neuron apt repository) and on
+    Amazon Linux 2023 (rpm, Neuron's yum repository): no apt-get install names a Neuron
+    package (Debian's own apt serves linux-headers; dpkg removes what it
+    installed), no apt at all on rpm hosts."""
+    from tests.helpers.hostparts import add_rpmdb
+
+    kw = dict(DRIVER_STATES[state])
+    pkgs = kw.pop("packages", dict(roots.DPKG_NEURON_233))
+    rpm = os_name == "amzn-2023"
+    root = roots.trn2_host(tmp_path / state, os=os_name, packages=None if rpm else pkgs, **kw)
+    if rpm:
+        add_rpmdb(root, pkgs)
+    res, lines = _driver_fixes(root)
+    assert any(r["status"] == "fail" for r in res.values()), res
+    for cid, line in lines:
+        if rpm:
+            assert "apt-get" not in line and "dpkg" not in line, (cid, line)
+            continue
+        for cmd in re.split(r"&&|\|\||;|[{}]", line):
+            assert not ("apt-get install" in cmd and "aws-neuron" in cmd), (cid, line)

@@ -419,8 +419,12 @@ def npd_run(root: Path, tmp_path: Path, **kw) -> subprocess.CompletedProcess:
 def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
     """The EKS Neuron AMI is Amazon Linux 2023 (rpm, no dpkg): the node-level profile passes a
     healthy node (it failed os.release before), fails one with half its devices missing, and
-    fails a dpkg-based node whose loaded driver is older than its dkms."""
-    healthy = roots.trn2_host(tmp_path / "healthy", os="amzn-2023", packages=None)
+    fails a dpkg-based node whose loaded driver is older than its dkms, and one whose containerd
+    runs the Neuron OCI hook wrapper that is not installed (container.hook)."""
+    healthy = roots.add_neuron_oci_hook(
+        roots.trn2_host(tmp_path / "healthy", os="amzn-2023", packages=None))
+    unhooked = roots.add_neuron_oci_hook(
+        roots.trn2_host(tmp_path / "unhooked", os="amzn-2023", packages=None), wrapper=False)
     missing = roots.trn2_host(tmp_path / "missing", os="amzn-2023", packages=None, devices=8)
     broken = roots.trn2_host(tmp_path / "broken", driver=BROKEN)
     ok = npd_run(healthy, tmp_path / "a")
@@ -430,33 +434,44 @@ def test_npd_plugin_on_a_read_only_amazon_linux_root(tmp_path):
     bad = npd_run(broken, tmp_path / "c")
     assert bad.returncode == 1 and bad.stdout.startswith("neuron-env: driver.versions"), \
         bad.stdout + bad.stderr
-    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, half, bad))  # max_output_length
+    hook = npd_run(unhooked, tmp_path / "d")
+    assert hook.returncode == 1 and hook.stdout.startswith("neuron-env: container.hook"), \
+        hook.stdout + hook.stderr
+    assert all(len(p.stdout.rstrip("\n")) <= 80 for p in (ok, half, bad, hook))
 
 
 # -- the CI rehearsal recipe of docs/bootstrap.md ------------------------------------------------
 def test_ci_rehearsal_recipe_runs_on_an_emulated_venv(torch_python, tmp_path):
-    """The GitHub Actions job in docs/bootstrap.md, its doctor and trial steps run by bash on a
-    rehearsal venv (torch + the emulated backend, as `install --backend emulated` leaves it):
-    both JUnit reports written, and doctor's says what would differ on Trainium."""
+    """The GitHub Actions job in docs/bootstrap.md: it uses action.yml's `rehearsal` input with
+    only inputs the action declares, and the action's rehearsal step, run by the runner's bash
+    with that job's inputs on a rehearsal venv (torch + the emulated backend, as `install
+    --backend emulated` leaves it, given as rehearsal-python), writes trial's JUnit."""
     import xml.etree.ElementTree as ET
 
     text = (REPO / "docs/bootstrap.md").read_text()
     section = text[text.index("## CI rehearsal on a hosted runner"):]
     block = section[section.index("```yaml\n") + 8:section.index("```\n", 8)]
     steps = yaml.safe_load(block)["jobs"]["rehearse"]["steps"]
-    runs = [s["run"] for s in steps if "run" in s and re.match(r"neuron-env (doctor|trial)",
-                                                                  s["run"])]
-    assert len(runs) == 2
+    ours = next(s for s in steps if "/neuron-env@" in s.get("uses", ""))
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    assert set(ours["with"]) <= set(inputs) and ours["with"].get("rehearsal"), ours
+    inputs.update({k: str(v) for k, v in ours["with"].items()}, **{
+        "rehearsal-python": torch_python})
+    step = next(s for s in action["runs"]["steps"] if s["id"] == "rehearsal")
     (tmp_path / "train.py").write_text(
         "import torch\n\n\ndef build():\n    torch.manual_seed(0)\n"
         "    return torch.nn.Linear(8, 4), (torch.randn(2, 8),)\n")
-    env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
-    for run in runs:
-        cmd = run.replace(".rehearsal/bin/python", torch_python).replace(
-            "neuron-env ", f"{NEURON_ENV} ", 1)
-        p = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert p.returncode == 0, (cmd, p.stderr[-2000:])
-    for name in ("doctor.xml", "trial.xml"):
-        assert ET.parse(tmp_path / name).getroot().tag in ("testsuites", "testsuite")
-    assert "on Trainium Neuron" in (tmp_path / "doctor.xml").read_text()
+    out = tmp_path / "github-output"
+    out.write_text("")
+    values = {**{f"inputs.{k}": v for k, v in inputs.items()},
+              "steps.install.outputs.bin": NEURON_ENV, "runner.temp": str(tmp_path)}
+    env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "GITHUB_OUTPUT": str(out),
+           **{k: re.sub(r"\$\{\{\s*(.*?)\s*\}\}", lambda m: values[m.group(1)], v)
+              for k, v in step["env"].items()}}
+    p = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "exit-code=0" in out.read_text()
+    junit = tmp_path / inputs["trial-junit-file"]
+    assert ET.parse(junit).getroot().tag in ("testsuites", "testsuite")

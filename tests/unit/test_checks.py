@@ -30,7 +30,7 @@ def test_healthy_trn2_host_passes_everything():
     assert res.pop("backend.companions").status == "skip"  # no torchvision & co.
     assert res.pop("backend.stack").status == "skip"  # a native matrix lists no [[stack]]
     assert res.pop("backend.pins").status == "skip"  # no package here declares a numpy range
-    for skipped in ("os.limits", "os.libs", "driver.dkms", "container.driver"):
+    for skipped in ("os.limits", "os.libs", "driver.dkms", "container.driver", "container.hook"):
         assert res.pop(skipped).status == "skip"  # no limits, kernel, neuronx-cc facts here
     assert {r.status for r in res.values()} == {"pass"}, {
         k: (r.status, r.summary) for k, r in res.items() if r.status != "pass"}

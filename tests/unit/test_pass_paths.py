@@ -125,7 +125,14 @@ def container_without_driver():
     return replace(in_container(), driver=replace(in_container().driver, packages={}))
 
 
-PASS_FACTS = {"backend.companions": with_companions, "container.devices": in_container,
+def with_oci_hook(wrapper: bool = True, hooked: tuple[str, ...] = ("containerd",)):
+    h = healthy()
+    return replace(h, container=replace(h.container, runtimes=("containerd",), hooked=hooked,
+                                        hook_wrapper=wrapper))
+
+
+PASS_FACTS = {"container.hook": with_oci_hook,
+              "backend.companions": with_companions, "container.devices": in_container,
               "instance.aws": with_aws, "backend.stack": xla_stack, "backend.pins": with_numpy,
               "driver.dkms": with_kernel, "os.limits": with_limits,
               "os.libs": with_libs, "container.driver": container_without_driver}
@@ -163,3 +170,12 @@ def test_no_pass_says_unknown_on_other_hosts(facts):
         if r.status == "pass":
             assert "unknown" not in r.summary.lower(), (r.id, r.summary)
             assert r.observed is not None, r.id
+
+
+def test_container_hook_fails_a_runtime_set_to_a_wrapper_that_is_not_there():
+    r = checks.run_checks(with_oci_hook(wrapper=False), M, CTX, ["container.hook"])[0]
+    assert r.status == "fail" and "oci_neuron_hook_wrapper.sh" in r.summary
+    assert "aws-neuronx-oci-hook" in (r.fix or "")
+    plain = checks.run_checks(with_oci_hook(wrapper=False, hooked=()), M, CTX,
+                              ["container.hook"])[0]
+    assert plain.status == "pass" and "device plugin" in plain.summary
