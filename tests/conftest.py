@@ -12,10 +12,6 @@ import tempfile
 
 import pytest
 
-# helpers live in tests/helpers/cli.py; re-exported here for modules that still import them
-# from tests.conftest (tests/integration/test_public_reports_*.py, in-flight branches)
-from tests.helpers.cli import REPO, cli_env, run_cli  # noqa: F401
-
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 
