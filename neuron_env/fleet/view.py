@@ -49,28 +49,41 @@ def text(body: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(body: dict[str, Any]) -> str:
-    """One testcase per instance: fail -> failure; error/timeout/unreachable -> error."""
+def junit(body: dict[str, Any]) -> Iterator[str]:
+    """One testcase per instance: fail -> failure; error/timeout/unreachable -> error. In
+    pieces (a testcase at a time, as ElementTree writes it, indented): the counts come from
+    the summary, so no tree of 100,000 testcases is built."""
     s = body["summary"]
-    root = ET.Element("testsuites", name="neuron-env")
-    ts = ET.SubElement(root, "testsuite", name="neuron-env.fleet", tests=str(s["instances"]))
-    failures = errors = 0
+    failures = s["fail"]
+    errors = s["instances"] - s["pass"] - s["warn"] - failures
+    suite = ET.Element("testsuite", name="neuron-env.fleet", tests=str(s["instances"]),
+                       failures=str(failures), errors=str(errors))
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="neuron-env">\n  '
+    if not s["instances"]:
+        yield head + ET.tostring(suite, "unicode") + "\n</testsuites>\n"
+        return
+    yield head + ET.tostring(suite, "unicode").removesuffix(" />") + ">\n"
+    piece: list[str] = []
     for r in body["instances"]:
-        tc = ET.SubElement(ts, "testcase", classname="neuron-env.fleet", name=r["id"])
-        detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
-                                           for p in r["failing"]), f"source: {r['source']}"])
-        if r["verdict"] == "fail":
-            failures += 1
-            ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
-        elif r["verdict"] not in OK:
-            errors += 1
-            ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
-        else:
-            ET.SubElement(tc, "system-out").text = detail
-    ts.set("failures", str(failures))
-    ts.set("errors", str(errors))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+        piece.append("    " + ET.tostring(_testcase(r), "unicode") + "\n")
+        if len(piece) >= 200:
+            yield "".join(piece)
+            piece = []
+    yield "".join(piece) + "  </testsuite>\n</testsuites>\n"
+
+
+def _testcase(r: dict[str, Any]) -> ET.Element:
+    tc = ET.Element("testcase", classname="neuron-env.fleet", name=r["id"])
+    detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
+                                       for p in r["failing"]), f"source: {r['source']}"])
+    if r["verdict"] == "fail":
+        ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
+    elif r["verdict"] not in OK:
+        ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
+    else:
+        ET.SubElement(tc, "system-out").text = detail
+    ET.indent(tc, level=2)
+    return tc
 
 
 PIECE = 1 << 18  # characters per piece of the streamed JSON (about 1,000 nodes' lines)

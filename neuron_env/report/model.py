@@ -124,7 +124,7 @@ class Document:
 
     body: dict[str, Any]
     view: Callable[[dict[str, Any]], str]
-    junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
+    junit: Callable[[dict[str, Any]], str | Iterable[str]] | None = None  # a JUnit view (pieces)
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
     sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
     # its own JSON text, where the body is too large for the indenting encoder (a fleet): a

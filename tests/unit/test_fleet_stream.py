@@ -131,3 +131,46 @@ def test_the_writer_takes_pieces(tmp_path):
     path = tmp_path / "out.txt"
     write_output(path, iter(["a\n", "b\n", "c\n"]))
     assert path.read_text() == "a\nb\nc\n"
+
+
+def _junit_tree(body: dict[str, Any]) -> str:
+    """The reference: the whole ElementTree the JUnit view built before it streamed."""
+    import xml.etree.ElementTree as ET
+
+    s = body["summary"]
+    root = ET.Element("testsuites", name="neuron-env")
+    ts = ET.SubElement(root, "testsuite", name="neuron-env.fleet", tests=str(s["instances"]))
+    failures = errors = 0
+    for r in body["instances"]:
+        tc = ET.SubElement(ts, "testcase", classname="neuron-env.fleet", name=r["id"])
+        detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
+                                           for p in r["failing"]), f"source: {r['source']}"])
+        if r["verdict"] == "fail":
+            failures += 1
+            ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
+        elif r["verdict"] not in ("pass", "warn"):
+            errors += 1
+            ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
+        else:
+            ET.SubElement(tc, "system-out").text = detail
+    ts.set("failures", str(failures))
+    ts.set("errors", str(errors))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+@pytest.mark.parametrize("n", [0, 1, 450])
+def test_the_streamed_junit_is_the_tree_it_was_and_masked(n):
+    import xml.etree.ElementTree as ET
+
+    es = _entries(n)[:n]
+    es.append(Entry("i-odd", "d/odd.json", unreachable="offline", detail='a\x01b <&>"'))
+    doc = FleetDocument(stream(es, {"engine": "files", "inputs": ["d"]}), view.text)
+    parts = list(render.pieces(doc, "junit"))
+    assert len(parts) > (2 if n > 400 else 0) and all(p.endswith("\n") for p in parts)
+    joined = "".join(parts)
+    assert joined == render._out(redact.text(_junit_tree(doc.body)), "junit")
+    assert "hunter2tok" not in joined
+    suite = ET.fromstring(joined.encode())[0]
+    assert len(suite) == len(es)
+    assert suite.get("errors") == str(sum(1 for e in es if e.unreachable))
