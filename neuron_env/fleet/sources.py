@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +76,7 @@ def shape_problem(doc: dict[str, Any]) -> str | None:
     results = doc.get("results")
     if results is not None and not isinstance(results, list):
         return f"results is {type(results).__name__}, not a list"
-    if results and not all(map(isinstance, results, repeat(dict))):  # C speed, no genexpr
+    if results and not all(isinstance(r, dict) for r in results):
         i, r = next((i, r) for i, r in enumerate(results) if not isinstance(r, dict))
         return f"results[{i}] is {type(r).__name__}, not an object"
     return None

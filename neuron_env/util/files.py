@@ -189,8 +189,7 @@ def _depth(text: bytes, limit: int) -> int:
     `()` pairs."""
     if b"\\" in text:
         text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
-    # one translate both drops every other byte and makes the brackets parentheses
-    s = b"".join(text.translate(_OPEN_CLOSE, _NOT_BRACKET).split(b'"')[::2])
+    s = b"".join(text.translate(None, _NOT_BRACKET).split(b'"')[::2]).translate(_OPEN_CLOSE)
     deepest = 0
     while s and deepest <= limit:
         inner = s.replace(b"()", b"")
