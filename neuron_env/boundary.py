@@ -23,24 +23,32 @@ def run(produce: Callable[[], Report | Document], fmt: str, schema: str, *,
         before: Callable[[], None] | None = None,
         passthrough: tuple[type[BaseException], ...] = ()) -> int:
     """`before()` (checks that may refuse the run), then `produce()`; its output rendered as
-    `fmt` on stdout, or the error it raised reported (fail). The exit code. `passthrough`:
+    `fmt` on stdout (a piece at a time, as the renderer makes them: a fleet's JSON is never one
+    string), or the error it raised reported (fail; on stderr only once output began). The
+    exit code. `passthrough`:
     exceptions that are the caller's own way of exiting (typer's Exit), re-raised as they are.
     """
-    from neuron_env.report.render import render
+    from neuron_env.report.render import pieces
     from neuron_env.report.text import use_colour
 
+    written = writing = False  # once output began, an error is said on stderr only
     try:
         if before is not None:
             before()
         out = produce()
-        text = render(out, fmt, verbose=verbose, colour=use_colour(), width=terminal_width())
+        for piece in pieces(out, fmt, verbose=verbose, colour=use_colour(),
+                            width=terminal_width()):
+            writing = True
+            sys.stdout.write(piece)
+            written, writing = True, False
     except passthrough:
         raise
     except KeyboardInterrupt:
-        return fail(Interrupted(interrupted), fmt, schema, reports)
+        return fail(Interrupted(interrupted), "text" if written else fmt, schema, reports)
     except Exception as e:  # the one place an exception becomes a message and an exit code
-        return fail(e, fmt, schema, reports)
-    sys.stdout.write(text)
+        if writing:  # stdout itself refused (a closed pipe): as before streaming, not ours
+            raise
+        return fail(e, "text" if written else fmt, schema, reports)
     return out.exit_code
 
 

@@ -13,7 +13,7 @@ from neuron_env.report.model import Document
 
 def FleetDocument(body: dict[str, Any], text_view) -> Document:
     """A Document that also speaks JUnit (one testcase per instance) and HTML."""
-    return Document(body, text_view, junit=view.junit, html=view.html, json=view.json_text)
+    return Document(body, text_view, junit=view.junit, html=view.html, json=view.json_pieces)
 
 
 def fleet_doctor(opts) -> Document:

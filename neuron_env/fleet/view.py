@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from typing import Any
 
 from neuron_env.fleet.aggregate import OK, VERDICTS
@@ -48,43 +49,74 @@ def text(body: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(body: dict[str, Any]) -> str:
-    """One testcase per instance: fail -> failure; error/timeout/unreachable -> error."""
+def junit(body: dict[str, Any]) -> Iterator[str]:
+    """One testcase per instance: fail -> failure; error/timeout/unreachable -> error. In
+    pieces (a testcase at a time, as ElementTree writes it, indented): the counts come from
+    the summary, so no tree of 100,000 testcases is built."""
     s = body["summary"]
-    root = ET.Element("testsuites", name="neuron-env")
-    ts = ET.SubElement(root, "testsuite", name="neuron-env.fleet", tests=str(s["instances"]))
-    failures = errors = 0
+    failures = s["fail"]
+    errors = s["instances"] - s["pass"] - s["warn"] - failures
+    suite = ET.Element("testsuite", name="neuron-env.fleet", tests=str(s["instances"]),
+                       failures=str(failures), errors=str(errors))
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="neuron-env">\n  '
+    if not s["instances"]:
+        yield head + ET.tostring(suite, "unicode") + "\n</testsuites>\n"
+        return
+    yield head + ET.tostring(suite, "unicode").removesuffix(" />") + ">\n"
+    piece: list[str] = []
     for r in body["instances"]:
-        tc = ET.SubElement(ts, "testcase", classname="neuron-env.fleet", name=r["id"])
-        detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
-                                           for p in r["failing"]), f"source: {r['source']}"])
-        if r["verdict"] == "fail":
-            failures += 1
-            ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
-        elif r["verdict"] not in OK:
-            errors += 1
-            ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
-        else:
-            ET.SubElement(tc, "system-out").text = detail
-    ts.set("failures", str(failures))
-    ts.set("errors", str(errors))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+        piece.append("    " + ET.tostring(_testcase(r), "unicode") + "\n")
+        if len(piece) >= 200:
+            yield "".join(piece)
+            piece = []
+    yield "".join(piece) + "  </testsuite>\n</testsuites>\n"
+
+
+def _testcase(r: dict[str, Any]) -> ET.Element:
+    tc = ET.Element("testcase", classname="neuron-env.fleet", name=r["id"])
+    detail = "\n".join([r["reason"], *(f"{p['id']}: {p['status']}: {p['summary']}"
+                                       for p in r["failing"]), f"source: {r['source']}"])
+    if r["verdict"] == "fail":
+        ET.SubElement(tc, "failure", message=r["reason"], type="fail").text = detail
+    elif r["verdict"] not in OK:
+        ET.SubElement(tc, "error", message=r["reason"], type=r["verdict"]).text = detail
+    else:
+        ET.SubElement(tc, "system-out").text = detail
+    ET.indent(tc, level=2)
+    return tc
+
+
+PIECE = 1 << 18  # characters per piece of the streamed JSON (about 1,000 nodes' lines)
 
 
 def json_text(body: dict[str, Any]) -> str:
-    """The JSON document: indented, every instance on one line of its own written by json's C
-    encoder (the indenting encoder is pure Python: 20 s for 10,000 nodes). Same values as
+    """The whole JSON document as one string (json_pieces joined)."""
+    return "".join(json_pieces(body))
+
+
+def json_pieces(body: dict[str, Any]) -> Iterator[str]:
+    """The JSON document in pieces of about PIECE characters, each ending at a line end (the
+    renderer masks and writes one piece at a time: a 100,000-node document is never one
+    string): indented, every instance on one line of its own written by json's C encoder (the
+    indenting encoder is pure Python: 20 s for 10,000 nodes). Joined, the same values as
     json.dumps(body, indent=2)."""
     from neuron_env.util.jsonout import dumps
 
     head = dumps({k: v for k, v in body.items() if k not in ("instances", "exit_code")},
                  indent=2)
-    nodes = ",\n    ".join(dumps(r) for r in body["instances"])
     # the envelope's key order: ..., instances, exit_code (last)
-    return (head.removesuffix("\n}") + ',\n  "instances": ['
-            + (f"\n    {nodes}\n  ]" if nodes else "]")
-            + f',\n  "exit_code": {dumps(body["exit_code"])}\n}}\n')
+    piece = [head.removesuffix("\n}") + ',\n  "instances": [']
+    last, size = None, 0  # the node line before this one: its "," is known once a next comes
+    for r in body["instances"]:
+        piece.append("\n" if last is None else last + ",\n")
+        if size >= PIECE:  # a piece ends at a line end
+            yield "".join(piece)
+            piece, size = [], 0
+        last = "    " + dumps(r)
+        size += len(last)
+    piece.append("]" if last is None else last + "\n  ]")
+    piece.append(f',\n  "exit_code": {dumps(body["exit_code"])}\n}}\n')
+    yield "".join(piece)
 
 
 def html(body: dict[str, Any]) -> str:

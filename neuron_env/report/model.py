@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from neuron_env.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_TIMEOUT
@@ -124,11 +124,12 @@ class Document:
 
     body: dict[str, Any]
     view: Callable[[dict[str, Any]], str]
-    junit: Callable[[dict[str, Any]], str] | None = None  # a JUnit view, where one exists
+    junit: Callable[[dict[str, Any]], str | Iterable[str]] | None = None  # a JUnit view (pieces)
     html: Callable[[dict[str, Any]], str] | None = None  # an HTML page, where one exists
     sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
-    # its own JSON text, where the body is too large for the indenting encoder (a fleet)
-    json: Callable[[dict[str, Any]], str] | None = None
+    # its own JSON text, where the body is too large for the indenting encoder (a fleet): a
+    # str, or pieces each ending at a line end, written one at a time (report/render.pieces)
+    json: Callable[[dict[str, Any]], str | Iterable[str]] | None = None
     # control characters the text view may print raw (util.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""

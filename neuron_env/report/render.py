@@ -4,6 +4,7 @@ writes --report FORMAT:PATH."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,29 @@ FORMATS = REPORT_FILE_FORMATS  # --report FORMAT:PATH (report/formats.py, THE fo
 
 def render(out: Report | Document, fmt: str, verbose: bool = False,
            colour: bool = False, width: int | None = None) -> str:
-    """The one renderer entry point; every output is masked for credentials, then sanitised
-    (util.text.clean: no control character, lone surrogate or XML-forbidden character leaves
-    the process raw; JSON escapes them itself) on the way out. `width` (a terminal's): a
-    report's text view is fitted to it (util.wrap); None keeps one line per item."""
+    """The one renderer entry point: `pieces` joined."""
+    return "".join(pieces(out, fmt, verbose, colour, width))
+
+
+def pieces(out: Report | Document, fmt: str, verbose: bool = False,
+           colour: bool = False, width: int | None = None) -> Iterator[str]:
+    """The output in the pieces its view makes (one piece, unless a Document's view yields
+    pieces: a fleet's JSON, so 100,000 nodes are never one string), each masked for
+    credentials, then sanitised (util.text.clean: no control character, lone surrogate or
+    XML-forbidden character leaves the process raw; JSON escapes them itself) on the way
+    out. A view that yields ends each piece at a line end, so masking and cleaning a piece at
+    a time is the same as the whole. `width` (a terminal's): a report's text view is fitted to
+    it (util.wrap); None keeps one line per item."""
     raw_ok = out.raw_ok if isinstance(out, Document) and fmt == "text" else ""
     # only a report is fitted: a Document's text is an artifact (a script, YAML, a diff, a
     # table) that must reach a terminal, a file or a paste unchanged
     fitted = width if fmt == "text" and isinstance(out, Report) else None
-    return _out(redact.text(_render(out, fmt, verbose, colour)), fmt, colour, raw_ok, fitted)
+    made = _render(out, fmt, verbose, colour)
+    if isinstance(made, str):
+        yield _out(redact.text(made), fmt, colour, raw_ok, fitted)
+        return
+    for piece in made:
+        yield _out(redact.text(piece), fmt, colour, raw_ok)
 
 
 def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",
@@ -38,7 +53,8 @@ def _out(text: str, fmt: str, colour: bool = False, raw_ok: str = "",
     return fit(clean(text, keep_sgr=colour and fmt == "text", raw_ok=raw_ok), width)
 
 
-def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> str:
+def _render(out: Report | Document, fmt: str, verbose: bool,
+            colour: bool) -> str | Iterable[str]:
     if fmt == "json":
         if isinstance(out, Document) and out.json is not None:
             return out.json(out.body)
@@ -52,7 +68,8 @@ def _render(out: Report | Document, fmt: str, verbose: bool, colour: bool) -> st
         view = getattr(out, fmt, None) if known and known.document_view else None
         if view is None:
             raise UsageError(f"--format {fmt}: this command speaks text or json")
-        return str(view(out.body))
+        made: str | Iterable[str] = view(out.body)  # a str, or pieces each ending a line
+        return made
     if fmt == "markdown" and out.markdown is not None:
         return out.markdown(out, verbose=verbose, colour=colour)
     if fmt in RENDERERS:
@@ -125,7 +142,7 @@ def write_reports(rep: Report | Document, specs: tuple[str, ...] | list[str],
     failed = []
     for fmt, path in parse_report_specs(list(specs)):
         try:
-            write_output(path, render(rep, fmt, verbose=verbose))
+            write_output(path, pieces(rep, fmt, verbose=verbose))
         except OSError as e:
             failed.append(f"--report {fmt}:{path}: cannot write: {e.strerror or e}")
     if failed:

@@ -222,12 +222,15 @@ def output_file(path: Path | str, mode: int = FILE_MODE) -> Iterator[int]:
     out.commit()
 
 
-def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) -> None:
+def write_output(path: Path | str, content: str | bytes | Iterable[str],
+                 mode: int = FILE_MODE) -> None:
     """THE writer of a path the user named: one of our own descriptors (`/dev/stdout`...) is
     written to; a new name or a regular file is replaced atomically with `mode`; anything else
     (device, FIFO, socket, directory, symbolic link) is refused (RefusedPath, exit 2),
-    untouched."""
-    data = _data(content)
+    untouched. `content` may be pieces (a fleet's JSON): each is written as it comes; the file
+    is renamed into place only after the last, so an error while they are made (or written)
+    leaves the path as it was: whole or not at all."""
+    parts = [content] if isinstance(content, str | bytes) else content
     fd = own_descriptor(path)
     if fd is not None:  # our own stdout/stderr: whatever it is (tty, pipe, a file), write to it
         import sys
@@ -235,11 +238,13 @@ def write_output(path: Path | str, content: str | bytes, mode: int = FILE_MODE) 
         for f in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 f.flush()
-        _write_all(fd, data)
+        for part in parts:
+            _write_all(fd, _data(part))
         return
     try:
         with output_file(path, mode) as out:
-            _write_all(out, data)
+            for part in parts:
+                _write_all(out, _data(part))
     except RefusedPath:
         raise
     except OSError as e:  # a full disk, a read-only file system: exit 2, said plainly
