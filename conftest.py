@@ -10,6 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge results, never speed: on a shared 2-core machine a slow example is
+# load, not a bug (hypothesis' 200 ms deadline and its too-slow health check made them flake).
+settings.register_profile("neuron-env", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("neuron-env")
 
 REPO = Path(__file__).resolve().parent
 TORCH = "torch==2.13.0"
