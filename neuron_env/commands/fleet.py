@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from neuron_env.fleet import view
+from neuron_env.fleet import views
 from neuron_env.fleet.aggregate import aggregate, stream
 from neuron_env.report.model import Document
 
 
 def FleetDocument(body: dict[str, Any], text_view) -> Document:
     """A Document that also speaks JUnit (one testcase per instance) and HTML."""
-    return Document(body, text_view, junit=view.junit, html=view.html, json=view.json_pieces)
+    return Document(body, text_view, junit=views.junit, html=views.html, json=views.json_pieces)
 
 
 def fleet_doctor(opts) -> Document:
     from neuron_env.fleet import ssm
 
     entries, source = ssm.run(opts)
-    return FleetDocument(aggregate(entries, source), view.text)
+    return FleetDocument(aggregate(entries, source), views.text)
 
 
 def fleet_report(args: list[str], region: str | None = None,
@@ -28,7 +28,7 @@ def fleet_report(args: list[str], region: str | None = None,
     from neuron_env.fleet import sources
 
     body = stream(sources.entries(args, region, timeout), {"engine": "files", "inputs": args})
-    return FleetDocument(body, view.text)
+    return FleetDocument(body, views.text)
 
 
 def _text_of(key: str) -> Callable[[dict[str, Any]], str]:

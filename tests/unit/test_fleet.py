@@ -137,10 +137,10 @@ def test_all_passing_fleet_exits_0_and_junit_parses(tmp_path):
     ok = agg.aggregate(entries()[:5], {"engine": "files"})
     assert ok["exit_code"] == 0 and not ok["drift"]["drifting"]
     from neuron_env.commands.fleet import FleetDocument
-    from neuron_env.fleet import view
+    from neuron_env.fleet import views
 
     body = agg.aggregate(entries(), {"engine": "files"})
-    (tmp_path / "f.xml").write_text(render(FleetDocument(body, view.text), "junit"))
+    (tmp_path / "f.xml").write_text(render(FleetDocument(body, views.text), "junit"))
     suite = next(iter(JUnitXml.fromfile(str(tmp_path / "f.xml"))))
     cases = {c.name: c for c in suite}
     assert len(cases) == 10 and suite.failures == 3 and suite.errors == 2
@@ -249,10 +249,10 @@ def test_sources_read_a_directory_and_say_what_is_wrong(tmp_path):
 
 
 def test_fleet_text_view_shows_what_needs_attention():
-    from neuron_env.fleet import view
+    from neuron_env.fleet import views
 
     body = agg.aggregate(entries(), {"engine": "ssm", "command_id": "cmd-1"})
-    text = view.text(body)
+    text = views.text(body)
     assert text.startswith("fleet: 10 instances (5 pass, 3 fail, 1 unreachable, 1 unreadable)"
                            "  [SSM command cmd-1]")
     assert "i-0000000000000u01" in text and "i-00000000000000000" not in text  # passing: counted

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from neuron_env.fleet import view
+from neuron_env.fleet import views
 from neuron_env.fleet.aggregate import Entry, Fleet, aggregate, stream
 from neuron_env.fleet.sources import _pooled, parse
 
@@ -102,12 +102,12 @@ def test_the_json_view_is_the_document_with_one_node_per_line():
         "fix": "upgrade"}], i % 2)) for i in range(6)]
     es.append(Entry("i-x", "d/x.json", unreachable="offline", detail="gone"))
     body = stream(es, {"engine": "files", "inputs": ["d"]})
-    text = view.json_text(body)
+    text = views.json_text(body)
     assert json.loads(text) == json.loads(json.dumps(aggregate(es, body["source"])))
     lines = text.splitlines()
     assert sum(line.startswith('    {"id": "i-') for line in lines) == 7
     assert lines[-2] == '  "exit_code": 1' and text.endswith("}\n")
-    empty = view.json_text(stream([], {"engine": "files"}))
+    empty = views.json_text(stream([], {"engine": "files"}))
     assert json.loads(empty)["instances"] == []
 
 
@@ -146,7 +146,7 @@ def test_a_tab_in_a_status_is_read_as_error_and_the_page_renders():
     from tests.unit.test_fleet import SCHEMA
 
     jsonschema.validate(body, SCHEMA)  # the schema's closed set of statuses
-    page = view.html(body)
+    page = views.html(body)
     assert "pass\tfail" not in page and 'title="a: error"' in page
 
 
@@ -155,7 +155,7 @@ def test_a_one_megabyte_check_id_is_cut_before_it_is_drawn():
     huge = "c" * 1_000_000
     es = [Entry(f"i-{i}", "f", doc=_doc(f"i-{i}", [
         {"id": huge, "status": "fail", "summary": "s", "fix": "f"}, _ok(1)])) for i in range(3)]
-    page = view.html(aggregate(es, {"engine": "files"}))
+    page = views.html(aggregate(es, {"engine": "files"}))
     assert len(page) < 100_000, len(page)
     assert "c" * 59 + "…" in page  # the label, cut
 
@@ -165,7 +165,7 @@ def test_twenty_hostile_reports_make_a_bounded_heat_map():
     es = [Entry(f"i-{n}", "f", doc=_doc(f"i-{n}", [
         {"id": f"n{n}-check-{k}-" + "x" * 40, "status": "fail" if k % 3 else "warn",
          "summary": "s"} for k in range(1500)])) for n in range(20)]
-    page = view.html(aggregate(es, {"engine": "files"}))
+    page = views.html(aggregate(es, {"engine": "files"}))
     heat = page[page.index('<table class="heat">'):]
     assert heat.count('<th class="v"') == 41  # 40 checks that fail most, the rest in one
     assert "29960 other checks (worst status)" in heat
@@ -177,7 +177,7 @@ def test_skip_and_not_run_look_different():
     es = [Entry("i-1", "f", doc=_doc("i-1", [{"id": "a", "status": "skip", "summary": "x"},
                                              _ok(1)])),
           Entry("i-2", "f", doc=_doc("i-2", [_ok(1)]))]
-    page = view.html(aggregate(es, {"engine": "files"}))
+    page = views.html(aggregate(es, {"engine": "files"}))
     assert 'class="c s-skip" title="a: skip"' in page
     assert 'class="c s-notrun" title="a: not run"' in page
     rules = dict(re.findall(r"\.(s-skip|s-notrun)\{background:([^;]+);", page))
@@ -222,7 +222,7 @@ def test_a_streamed_fleet_document_serializes_to_plain_values():
     from neuron_env.report.render import render
 
     doc = FleetDocument(stream([Entry("i-1", "f", unreachable="offline", detail="gone")],
-                               {"engine": "files"}), view.text)
+                               {"engine": "files"}), views.text)
     plain = doc.serialize()
     assert isinstance(plain["instances"], list) and plain["instances"][0]["id"] == "i-1"
     assert json.loads(render(doc, "json")) == json.loads(json.dumps(plain))

@@ -13,7 +13,7 @@ import pytest
 
 from neuron_env import boundary
 from neuron_env.commands.fleet import FleetDocument
-from neuron_env.fleet import view
+from neuron_env.fleet import views
 from neuron_env.fleet.aggregate import Entry, aggregate, stream
 from neuron_env.report import render
 from neuron_env.report.model import Document
@@ -46,12 +46,12 @@ def _entries(n: int = 60) -> list[Entry]:
 
 def _fleet() -> Document:
     es = _entries()
-    return FleetDocument(stream(es, {"engine": "files", "inputs": ["d"]}), view.text)
+    return FleetDocument(stream(es, {"engine": "files", "inputs": ["d"]}), views.text)
 
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    monkeypatch.setattr(view, "PIECE", 500)  # a few nodes a piece: many pieces
+    monkeypatch.setattr(views, "PIECE", 500)  # a few nodes a piece: many pieces
 
 
 def test_the_streamed_json_is_valid_and_equal_to_the_one_string(small_pieces):
@@ -60,7 +60,7 @@ def test_the_streamed_json_is_valid_and_equal_to_the_one_string(small_pieces):
     assert len(parts) > 5 and all(p.endswith("\n") for p in parts)
     joined = "".join(parts)
     # the one string the renderer made before streaming: the whole text, masked once
-    assert joined == redact.text(view.json_text(doc.body))
+    assert joined == redact.text(views.json_text(doc.body))
     assert joined == render.render(doc, "json")
     es = _entries()
     plain = json.loads(redact.text(dumps(aggregate(es, doc.body["source"]), indent=2)))
@@ -68,7 +68,7 @@ def test_the_streamed_json_is_valid_and_equal_to_the_one_string(small_pieces):
 
 
 def test_an_empty_fleet_streams_a_valid_document(small_pieces):
-    doc = FleetDocument(stream([], {"engine": "files", "inputs": []}), view.text)
+    doc = FleetDocument(stream([], {"engine": "files", "inputs": []}), views.text)
     assert json.loads(render.render(doc, "json"))["instances"] == []
 
 
@@ -95,7 +95,7 @@ def test_an_error_after_output_began_is_said_on_stderr_only(monkeypatch, capsys)
     def broken(body):
         yield '{"partial": true,\n'
         raise RuntimeError("view broke")
-    doc = Document({"exit_code": 0}, view.text, json=broken)
+    doc = Document({"exit_code": 0}, views.text, json=broken)
     code = boundary.run(lambda: doc, "json", "neuron-env.fleet/1")
     got = capsys.readouterr()
     assert code == 3
@@ -117,7 +117,7 @@ def test_a_report_file_is_written_whole_or_not_at_all(tmp_path):
     def broken(body):
         yield '{\n  "schema": "neuron-env.fleet/1",\n'
         raise RuntimeError("view broke")
-    doc = Document({"exit_code": 0}, view.text, json=broken)
+    doc = Document({"exit_code": 0}, views.text, json=broken)
     with pytest.raises(RuntimeError):
         render.write_reports(doc, [f"json:{path}"])
     assert path.read_text() == "the previous report\n"  # untouched, not half a document
@@ -165,7 +165,7 @@ def test_the_streamed_junit_is_the_tree_it_was_and_masked(n):
 
     es = _entries(n)[:n]
     es.append(Entry("i-odd", "d/odd.json", unreachable="offline", detail='a\x01b <&>"'))
-    doc = FleetDocument(stream(es, {"engine": "files", "inputs": ["d"]}), view.text)
+    doc = FleetDocument(stream(es, {"engine": "files", "inputs": ["d"]}), views.text)
     parts = list(render.pieces(doc, "junit"))
     assert len(parts) > (2 if n > 400 else 0) and all(p.endswith("\n") for p in parts)
     joined = "".join(parts)

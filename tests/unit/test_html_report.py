@@ -154,7 +154,7 @@ def test_a_300_node_fleet_page_lists_failing_nodes_first_with_fixes_and_stays_sh
     entries = [Entry(id=(EVIL if i == 5 else f"i-{i:017x}"), source="files",
                      doc=_doctor(i, f"i-{i:017x}")) for i in range(300)]
     body = aggregate(entries, {"engine": "files", "inputs": ["dir"]})
-    from neuron_env.fleet.view import html
+    from neuron_env.fleet.views import html
 
     page = html(body)
     _self_contained(page)
@@ -182,7 +182,7 @@ def test_a_300_node_fleet_page_lists_failing_nodes_first_with_fixes_and_stays_sh
 def test_a_fleet_page_from_reports_without_check_results():
     body = aggregate([Entry(id="i-1", source="ssm", unreachable="offline", detail="gone")],
                      {"engine": "ssm"})
-    from neuron_env.fleet.view import html
+    from neuron_env.fleet.views import html
 
     page = html(body)
     assert "no node sent check results" in page and "unreachable" in page
