@@ -157,3 +157,12 @@ def test_rank_files_without_samples_show_no_spread(tmp_path):
     assert thr["spread"] is None and thr["step_samples_s"] is None
     text = rep.view(rep) if rep.view else ""
     assert "Step spread" not in text
+
+
+def test_the_html_page_shows_each_rank_and_the_run_spread(tmp_path):
+    from neuron_env.report import html_trial
+
+    rep = _collected_report(tmp_path, {0: STEADY, 1: [*STEADY[:7], 1.5]})
+    page = html_trial.render(rep)
+    assert "<th>q1-q3 s</th>" in page and "step spread: median" in page
+    assert "<b>NOISY</b>: " in page and "the slowest iteration took 15.0x" in page
