@@ -166,3 +166,22 @@ def test_the_html_page_shows_each_rank_and_the_run_spread(tmp_path):
     page = html_trial.render(rep)
     assert "<th>q1-q3 s</th>" in page and "step spread: median" in page
     assert "<b>NOISY</b>: " in page and "the slowest iteration took 15.0x" in page
+
+
+def test_without_prices_the_throughput_ratio_is_judged_by_the_spread():
+    free = prices.Price(None, None, "us-east-1", "table", note="no price")
+    base, _ = dist_command.cost_result(_thr(WIDE), free, False, "cpu x2 (baseline)", None)
+    doc = dict(base.details["this"], schema=dist_command.BASELINE_SCHEMA)
+    res, _ = dist_command.cost_result(_thr([x * 0.9 for x in STEADY]), free, False, "cpu x2",
+                                      doc)
+    cmp_ = res.details["comparison"]
+    assert cmp_["cost_ratio"] is None and cmp_["throughput_distinguishable"] is False
+    assert "not distinguishable (throughput ratio 1.11 by the medians" in cmp_["line"]
+
+
+def test_a_local_rank_file_with_bad_samples_shows_no_spread_and_no_error():
+    from neuron_env.trial.collected import checked_samples
+
+    assert checked_samples({"step_samples_s": [0.1, float("nan")]}) is None
+    assert checked_samples({"step_samples_s": "x"}) is None
+    assert checked_samples({"step_samples_s": [0.1, 0.2]}) == [0.1, 0.2]
