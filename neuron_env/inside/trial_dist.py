@@ -29,7 +29,7 @@ from _shared import pick_device as _pick_device
 from _shared import step as marker
 from _trial_common import Usage
 from _trial_compare import compare_one, flatten, host
-from _trial_device import timed
+from _trial_device import MAX_SAMPLES, timed
 from _trial_models import check_protocol, load_model
 from trial import Trial, choose_mode, default_loss
 
@@ -224,8 +224,14 @@ def train_step(model, opt, data, loss, sl, unused=None):
 
 
 def median_step(torch, device, model, opt, data, loss, sl, n):
-    times = sorted(timed(torch, device, lambda: train_step(model, opt, data, loss, sl), n))
-    return times[len(times) // 2]
+    return step_times(torch, device, model, opt, data, loss, sl, n)[0]
+
+
+def step_times(torch, device, model, opt, data, loss, sl, n):
+    """(median step s, every timed step s in order, at most MAX_SAMPLES: the host judges
+    the spread and the outliers, #49 section 4)."""
+    times = timed(torch, device, lambda: train_step(model, opt, data, loss, sl), n)
+    return sorted(times)[len(times) // 2], [float(t) for t in times[:MAX_SAMPLES]]
 
 
 def decide_mode(torch, seed, device, model, inputs, fn):
@@ -455,14 +461,16 @@ def rank_main(torch, opts, run, rank, world, local_rank):
     run.step("timing", inside=True)
     train_step(wrapped, opt, data, loss, sl)  # warm (a compile, a new buffer)
     sync(torch, device)
-    median = median_step(torch, device, wrapped, opt, data, loss, sl, opts["iterations"])
+    median, samples = step_times(torch, device, wrapped, opt, data, loss, sl,
+                                 opts["iterations"])
     run.step("finish", inside=True)
     doc = dict(rank=rank, world_size=world, pid=os.getpid(), host=os.uname()[1],
                device=str(device), emulated=emulated(torch, device), torch=torch.__version__,
                initial=[r for r in init if not r["ok"]], outputs=outs, losses=losses,
                params_checked=len(params), worst_param=worst_of(params),
                bad_params=[r["tensor"] for r in params if not r["ok"]],
-               first_step_s=t_first, step_s=median, shard=[sl.start, sl.stop],
+               first_step_s=t_first, step_s=median, step_samples_s=samples,
+               shard=[sl.start, sl.stop],
                unused=unused_how)
     run.write(".json", json.dumps(doc, default=str))
     dist.barrier()

@@ -260,16 +260,31 @@ def ranks(report: Report) -> str:
     if not isinstance(rows, list) or not rows:
         return ""
     out = ["<h2>Ranks</h2>", table(
-        ("rank", "host", "first step s", "step s"),
+        ("rank", "host", "first step s", "step s", "q1-q3 s", "spread"),
         ((num(r.get("rank"), "d"), esc(r.get("host") or "–"), num(r.get("first_step_s")),
-          num(r.get("step_s"))) for r in rows if isinstance(r, dict)), numeric=(0, 2, 3))]
+          num(r.get("step_s")), *_rank_box(r.get("spread")))
+         for r in rows if isinstance(r, dict)), numeric=(0, 2, 3))]
     thr = d.get("throughput")
     if isinstance(thr, dict):
         out.append(f"<p>{num(thr.get('samples_per_s'))} samples/s over "
                    f"{esc(d.get('world_size'))} ranks; one rank alone "
                    f"{num(thr.get('one_rank_samples_per_s'))}; scaling efficiency "
                    f"{num(thr.get('scaling_efficiency'), '.2f')}</p>")
+        sp = thr.get("spread")
+        if isinstance(sp, dict):  # #49 section 4: each step as long as its slowest rank
+            out.append(f"<p>step spread: median {num(sp.get('median_s'))} s, q1-q3 "
+                       f"{num(sp.get('low_s'))}-{num(sp.get('high_s'))} s"
+                       + (f"; <b>NOISY</b>: {esc('; '.join(map(str, sp.get('warnings') or [])))}"
+                          if sp.get("noisy") else "") + "</p>")
     return "".join(out)
+
+
+def _rank_box(sp: Any) -> tuple[str, str]:
+    """(q1-q3, steady/NOISY) cells of a rank's step spread; dashes for a rank without one."""
+    if not isinstance(sp, dict):
+        return "–", "–"
+    return (f"{num(sp.get('low_s'))}-{num(sp.get('high_s'))}",
+            "<b>NOISY</b>" if sp.get("noisy") else "steady")
 
 
 def render(report: Report) -> str:

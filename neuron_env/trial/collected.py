@@ -10,11 +10,14 @@ never a pass (issue #36, item 11).
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import BadInput
-from neuron_env.util.files import field, read_json_at
+from neuron_env.report import noise
+from neuron_env.util.files import field, number, read_json_at
 
 MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
 _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
@@ -22,6 +25,53 @@ _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False)
         ("mismatched", "int", False), ("numel", "int", False))
 
 MAX_RANK_FILE = 16 * 1024 * 1024  # a rank's verdict: a row per parameter tensor
+MAX_SAMPLES = 1000  # a rank's timed steps kept (inside/_trial_device.MAX_SAMPLES)
+MAX_STEP_S = 86400.0  # one step longer than a day is not a timing
+
+
+def step_samples(doc: dict[str, Any], what: str) -> list[float] | None:
+    """doc's `step_samples_s` (every timed step, #49 section 4), checked: a list of at most
+    MAX_SAMPLES finite numbers in [0, MAX_STEP_S]; None when absent (a file of an older
+    neuron-env). Anything else is BadInput naming the file, the field and the item."""
+    raw = field(doc, "step_samples_s", "list", what, optional=True)
+    if raw is None:
+        return None
+    if len(raw) > MAX_SAMPLES:
+        raise BadInput(f"{what}: `step_samples_s` holds {len(raw)} samples, more than the "
+                       f"{MAX_SAMPLES} a run records")
+    out = []
+    for i, v in enumerate(raw):
+        num = number(v) if not isinstance(v, str) else math.nan
+        if not 0 <= num <= MAX_STEP_S:  # NaN and +-inf fail this too
+            raise BadInput(f"{what}: `step_samples_s[{i}]` is {str(v)[:40]!r}: a step time in "
+                           f"seconds (a finite number in [0, {MAX_STEP_S:g}]) is expected")
+        out.append(num)
+    return out
+
+
+def checked_samples(doc: dict[str, Any]) -> list[float] | None:
+    """step_samples without the error: None for samples that do not pass (a rank file of a
+    local run, parsed but not judged by rank(): its spread is then not shown, never made up)."""
+    try:
+        return step_samples(doc, "rank file")
+    except BadInput:
+        return None
+
+
+def timing(samples: list[float]) -> dict[str, Any]:
+    """The one-process trial's timing record (report/noise.spread's input) of step times."""
+    return {"median_s": statistics.median(samples), "min_s": min(samples),
+            "max_s": max(samples), "stdev_s": statistics.pstdev(samples),
+            "iterations": len(samples), "samples_s": samples}
+
+
+def run_samples(ranks: list[dict[str, Any]]) -> list[float] | None:
+    """The run's step times: step i took as long as its slowest rank (the collectives make
+    the others wait). None unless every rank recorded samples (an older rank file)."""
+    lists = [x.get("step_samples_s") for x in ranks]
+    if not lists or not all(isinstance(x, list) and x for x in lists):
+        return None
+    return [max(col) for col in zip(*lists, strict=False)][:MAX_SAMPLES]
 
 
 def throughput(ref: dict, ranks: list[dict], world: int) -> dict[str, Any]:
@@ -31,8 +81,11 @@ def throughput(ref: dict, ranks: list[dict], world: int) -> dict[str, Any]:
     step = max(float(x["step_s"]) for x in ranks)
     thr = batch / step if step > 0 else 0.0
     one = per / ref["one_rank_step_s"] if ref.get("one_rank_step_s") else 0.0
+    samples = run_samples(ranks)
+    spread = noise.spread(timing(samples)) if samples else None
     return {"global_batch": batch, "per_rank_batch": per, "step_s": step,
-            "samples_per_s": thr, "one_rank_samples_per_s": one,
+            "step_samples_s": samples, "spread": spread, "samples_per_s": thr,
+            "one_rank_samples_per_s": one,
             "scaling_efficiency": thr / (world * one) if one else None,
             "emulated": bool(ref.get("emulated"))}
 
@@ -84,6 +137,7 @@ def rank(dir_fd: int, run_dir: str, expect: int, world: int,
     step = field(doc, "step_s", "number", what, lo=0)
     if step <= 0:
         raise BadInput(f"{what}: `step_s` is {step}: a step takes some time")
+    step_samples(doc, what)
     field(doc, "params_checked", "int", what, lo=0)
     for key in ("initial", "outputs", "losses"):
         _rows(doc, key, what)

@@ -11,9 +11,11 @@ from typing import Any
 from neuron_env.cost import maths
 from neuron_env.cost.prices import Price, choose
 from neuron_env.errors import UsageError
+from neuron_env.report import noise
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.report.verdict import cost_kind
 from neuron_env.trial import distributed as dist
+from neuron_env.trial.collected import timing
 from neuron_env.trial.options import TrialOptions
 from neuron_env.util.text import field
 
@@ -68,6 +70,11 @@ def read_baseline(path: str) -> dict[str, Any]:
                   else None)
         if v is not None:
             out[key] = v
+    from neuron_env.trial.collected import step_samples
+
+    samples = step_samples(doc, what)
+    if samples:
+        out["step_samples_s"] = samples
     if out["samples_per_s"] <= 0:
         raise UsageError(f"{what}: `samples_per_s` is {out['samples_per_s']}: a throughput "
                          "must be > 0", hint=hint)
@@ -92,13 +99,16 @@ def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label:
     this = dict(maths.figures(price.usd_per_hour or 0.0, thr["samples_per_s"], thr["step_s"]),
                 label=label, emulated=emulated, instance_type=price.instance_type,
                 region=price.region, price_source=price.source, on_host=price.on_host)
+    if thr.get("step_samples_s"):
+        this["step_samples_s"] = thr["step_samples_s"]
     if price.usd_per_hour is None:
         this.update(usd_per_hour=None, usd_per_1000_samples=None, usd_per_step=None)
     details: dict[str, Any] = {"price": price.as_dict(), "this": this, "rehearsal": emulated}
     if baseline is not None:
-        ratios = maths.compare(this, baseline)
+        ratios = dict(maths.compare(this, baseline), **apart(this, baseline))
         details.update(baseline=baseline, comparison=dict(
             ratios, line=comparison_line(this, baseline, ratios)))
+
     if price.usd_per_hour is None:
         line = f" {details['comparison']['line']}" if baseline is not None else ""
         return Result("trial.cost", "trial", "skip", f"no price: {price.note}{line}{tag}",
@@ -112,6 +122,10 @@ def cost_result(thr: dict[str, Any] | None, price: Price, emulated: bool, label:
                    f"{summary}")
     if baseline is not None:
         summary += "; " + details["comparison"]["line"]
+    spread = cost_spread(this)
+    if spread is not None:
+        details["spread"] = spread
+        summary += "; " + spread["line"]
     if price.warning:
         summary += f"; {price.warning}"
     status = "warn" if price.warning else "pass"
@@ -135,16 +149,74 @@ def comparison_line(this: dict[str, Any], baseline: dict[str, Any],
                     ratios: dict[str, Any]) -> str:
     """maths.verdict_line, said as what it is when either side is not a measurement of the
     instance it is priced as (an emulated run, a CPU run priced as a GPU instance)."""
-    line = maths.verdict_line(this, baseline, ratios)
-    if ratios.get("cost_ratio") is not None or ratios.get("throughput_ratio") is not None:
-        line += ("; one run each, their spread not recorded (identical runs on a shared host "
-                 "can differ by a third): repeat both before deciding")
+    line = spread_line(this, baseline, ratios)
     off = [f"{x.get('label') or who} ({cost_kind(x)})" for who, x in (("this run", this),
                                                                 ("the baseline", baseline))
            if cost_kind(x) != "measured"]
     if not off:
         return line
     return (f"NOT A MEASUREMENT of the instances priced: {'; '.join(off)}; as priced: {line}")
+
+
+def _range(x: dict[str, Any], key: str, per_step: bool) -> tuple[float, float] | None:
+    """x[key] at the fast and slow ends of x's step spread (its interquartile range): a
+    per-step figure (cost) scales with the step time, a per-second one (throughput) inversely."""
+    v, samples = x.get(key), x.get("step_samples_s")
+    s = noise.spread(timing(samples)) if samples and v is not None else None
+    if s is None or s["low_s"] <= 0:
+        return None
+    lo, hi = s["low_s"] / s["median_s"], s["high_s"] / s["median_s"]
+    return (v * lo, v * hi) if per_step else (v / hi, v / lo)
+
+
+def cost_spread(this: dict[str, Any]) -> dict[str, Any] | None:
+    """A distributed run's $ per 1,000 samples at both ends of its timed steps' interquartile
+    range, and its noise warnings (trial/cost.cost_spread's record); None without samples."""
+    rng = _range(this, "usd_per_1000_samples", True)
+    if rng is None:
+        return None
+    sp = noise.spread(timing(this["step_samples_s"]))
+    if sp is None:
+        return None
+    line = (f"spread of the {sp['iterations']} timed steps (quartiles): "
+            f"${rng[0]:.4g}-${rng[1]:.4g} per 1,000 samples")
+    if sp["noisy"]:
+        line += f"; NOISY: {'; '.join(sp['warnings'])}; {noise.advice(sp)}"
+    return {"usd_per_1000_samples_low": rng[0], "usd_per_1000_samples_high": rng[1],
+            "noisy": sp["noisy"], "warnings": sp["warnings"], "line": line}
+
+
+def apart(this: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """Whether each ratio is larger than the two runs' spreads (#49 section 4): True when the
+    interquartile ranges of the two runs' figures do not overlap, False when they do, None
+    when either run recorded no step samples (an older baseline)."""
+    out: dict[str, Any] = {}
+    for key, figure, per_step in (("cost_distinguishable", "usd_per_1000_samples", True),
+                                  ("throughput_distinguishable", "samples_per_s", False)):
+        a, b = _range(this, figure, per_step), _range(baseline, figure, per_step)
+        out[key] = None if a is None or b is None else (a[1] < b[0] or b[1] < a[0])
+    return out
+
+
+def spread_line(this: dict[str, Any], baseline: dict[str, Any], ratios: dict[str, Any]) -> str:
+    """maths.verdict_line when the spreads separate the two runs; "not distinguishable" (no
+    winner) when they overlap; the honest "spread not recorded" when a side has no samples."""
+    line = maths.verdict_line(this, baseline, ratios)
+    c, t = ratios.get("cost_ratio"), ratios.get("throughput_ratio")
+    if c is None and t is None:
+        return line
+    sep = ratios.get("cost_distinguishable") if c is not None else \
+        ratios.get("throughput_distinguishable")
+    if sep is None:
+        return (line + "; one run each, their spread not recorded (identical runs on a shared "
+                "host can differ by a third): repeat both before deciding")
+    if sep:
+        return line + "; beyond both runs' spread (interquartile ranges apart)"
+    here, there = this.get("label", "this run"), baseline.get("label", "the baseline")
+    by = f"cost ratio {c:.2f}" if c is not None else f"throughput ratio {t:.2f}"
+    return (f"{here} vs {there}: not distinguishable ({by} by the medians, but the two runs' "
+            "interquartile ranges overlap): repeat both with more --iterations on an idle "
+            "host before deciding")
 
 
 def run(python: str, by: str, o: TrialOptions, d: dist.DistOptions, c: CostOptions) -> Report:
@@ -218,8 +290,30 @@ def rank_rows(rep: Report) -> list[list[str]]:
     res = next((r for r in rep.results if r.id == "trial.distributed"), None)
     ranks = ((res.details or {}).get("ranks") or []) if res else []
     return [[str(x["rank"]), field(x.get("host") or "-"), f"{x['shard'][0]}:{x['shard'][1]}",
-             _f(x.get("first_step_s"), ".3f"), _f((x.get("step_s") or 0) * 1000, ".2f")]
-            for x in ranks]
+             _f(x.get("first_step_s"), ".3f"), _f((x.get("step_s") or 0) * 1000, ".2f"),
+             *_box(x.get("spread"))] for x in ranks]
+
+
+def _box(s: dict[str, Any] | None) -> list[str]:
+    """[q1-q3 ms, spread word] of a rank's step spread; '-' for a rank file without samples."""
+    if not isinstance(s, dict):
+        return ["-", "-"]
+    word = "NOISY" if s.get("noisy") else "steady"
+    return [f"{s['low_s'] * 1000:.2f}-{s['high_s'] * 1000:.2f}", word]
+
+
+def spread_lines(rep: Report) -> list[str]:
+    """The run's step spread (each step as long as its slowest rank), and why it is noisy."""
+    res = next((r for r in rep.results if r.id == "trial.distributed"), None)
+    s = ((res.details or {}).get("throughput") or {}).get("spread") if res else None
+    if not isinstance(s, dict):
+        return []
+    out = [f"median {s['median_s'] * 1000:.2f} ms, q1-q3 {s['low_s'] * 1000:.2f}-"
+           f"{s['high_s'] * 1000:.2f} ms, stdev {s['cv']:.0%} of the median, "
+           f"{s.get('outliers') or 0} of {s.get('iterations')} steps outliers"]
+    if s.get("noisy"):
+        out += [f"NOISY: {w}" for w in s["warnings"]] + [noise.advice(s)]
+    return out
 
 
 def cost_rows(rep: Report) -> list[list[str]]:
@@ -239,7 +333,8 @@ def cost_rows(rep: Report) -> list[list[str]]:
     return rows
 
 
-RANK_HEAD = ["rank", "host", "shard", "first step s", "steady step ms"]
+RANK_HEAD = ["rank", "host", "shard", "first step s", "steady step ms", "q1-q3 ms", "spread"]
+SPREAD_HEAD = "Step spread (each step as long as its slowest rank)"
 COST_HEAD = ["run", "samples/s", "$/h", "$ per 1,000 samples", "$ per step", "kind"]
 
 
@@ -265,6 +360,8 @@ def render_text(rep: Report, verbose: bool = False, colour: bool = False) -> str
     extra: list[str] = []
     if rank_rows(rep):
         extra += ["", "Ranks", *_table(RANK_HEAD, rank_rows(rep))]
+    if spread_lines(rep):
+        extra += ["", SPREAD_HEAD, *("  " + x for x in spread_lines(rep))]
     if cost_rows(rep):
         extra += ["", "Cost" + (f" ({REHEARSAL})" if rep.target.get("emulated") else ""),
                   *_table(COST_HEAD, cost_rows(rep))]
@@ -287,6 +384,8 @@ def render_markdown(rep: Report, verbose: bool = False, colour: bool = False) ->
     lines += [f"| {ICONS[r.status]} | `{r.id}` | {md(r.summary)} |" for r in rep.results]
     if rank_rows(rep):
         lines += ["", "### Ranks", "", *_md(RANK_HEAD, rank_rows(rep))]
+    if spread_lines(rep):
+        lines += ["", f"### {SPREAD_HEAD}", "", *(f"- {md(x)}" for x in spread_lines(rep))]
     if cost_rows(rep):
         tag = f" ({REHEARSAL})" if rep.target.get("emulated") else ""
         lines += ["", f"### Cost{md(tag)}", "", *_md(COST_HEAD, cost_rows(rep))]

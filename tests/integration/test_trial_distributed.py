@@ -143,6 +143,11 @@ def test_cost_from_the_table_and_a_baseline_side_by_side(torch_python, tmp_path)
     assert "usage.ai" in cost["details"]["price"]["reference"]
     saved = json.loads(base.read_text())
     assert saved["schema"] == "neuron-env.trial-cost-baseline/1" and saved["usd_per_hour"] == 32.77
+    # issue 49 section 4: every rank recorded its 3 timed steps; the run's spread is kept
+    thr = r["trial.distributed"]["details"]["throughput"]
+    assert len(thr["step_samples_s"]) == 3 and thr["spread"]["low_s"] <= thr["spread"]["high_s"]
+    assert all(x["spread"]["iterations"] == 3 for x in r["trial.distributed"]["details"]["ranks"])
+    assert saved["step_samples_s"] == thr["step_samples_s"] and "timed steps" in cost["summary"]
     jsonschema.validate(saved, json.loads(
         (REPO / "neuron_env/schemas/trial-cost-baseline.schema.json").read_text()))
     p, _ = trial(torch_python, "builtin:mlp", "--world-size", "2", "--instance-type",
@@ -151,7 +156,12 @@ def test_cost_from_the_table_and_a_baseline_side_by_side(torch_python, tmp_path)
     assert "### Cost" in p.stdout and "ratio (this / baseline)" in p.stdout
     assert "neuron x2 (trn1.32xlarge)" in p.stdout and "cpu x2 (p4d.24xlarge)" in p.stdout
     assert "rehearsal (emulated device)" in p.stdout and "not a Trainium result" in p.stdout
-    assert "per 1,000 samples than cpu x2 (p4d.24xlarge)" in p.stdout
+    assert "### Step spread" in p.stdout and "| q1-q3 ms | spread |" in p.stdout
+    # both runs' spreads recorded: a winner only beyond them, else "not distinguishable"
+    assert ("per 1,000 samples than cpu x2 (p4d.24xlarge)" in p.stdout
+            and "beyond both runs' spread" in p.stdout) or \
+        "vs cpu x2 (p4d.24xlarge): not distinguishable" in p.stdout
+    assert "their spread not recorded" not in p.stdout
     # a CPU run priced as p4d is not a measurement of one, nor an emulated one of trn1; and
     # trn1 is not an instance type the default release supports (issue 48 items 1 and 2)
     assert "NOT A MEASUREMENT of the instances priced" in p.stdout

@@ -8,7 +8,7 @@ from typing import Any
 from neuron_env.report.model import Result
 from neuron_env.target_python.outcome import ended
 from neuron_env.trial import rundir
-from neuron_env.trial.collected import throughput
+from neuron_env.trial.collected import checked_samples, throughput, timing
 from neuron_env.trial.distributed.options import DistOptions
 from neuron_env.trial.distributed.runner import DistRun, RankState
 
@@ -129,11 +129,19 @@ def _rank_dependent(docs: list[dict], where: str, tag: str,
     return None
 
 
+def _brief(samples: list[float] | None) -> dict[str, Any] | None:
+    """A rank's spread (report/noise.spread of its own timed steps), without the samples."""
+    from neuron_env.report import noise
+
+    return noise.spread(timing(samples)) if samples else None
+
+
 def _compare(r: DistRun, d: DistOptions, backend: str) -> Result:
-    docs = [s.doc for s in r.ranks if s.doc]
+    docs = [dict(s.doc, step_samples_s=checked_samples(s.doc)) for s in r.ranks if s.doc]
     ref = r.reference or {}
     per_rank = [{"rank": x["rank"], "host": x.get("host"), "first_step_s": x["first_step_s"],
-                 "step_s": x["step_s"], "shard": x["shard"]} for x in docs]
+                 "step_s": x["step_s"], "shard": x["shard"],
+                 "spread": _brief(x["step_samples_s"])} for x in docs]
     thr = throughput(ref, docs, d.world_size)
     details: dict[str, Any] = {
         "world_size": d.world_size, "strategy": d.strategy, "nnodes": d.nnodes,
