@@ -80,3 +80,25 @@ def test_a_file_without_any_needle_is_not_even_parsed_when_syntax_is_off(tmp_pat
                     "xla_syntax_error.py": ["scan.syntax"]}
     engine.init(str(rules), frozenset(rs.rules) - {"scan.syntax"}, False)
     assert [r["hits"] for r in map(engine.scan_task, tasks)] == [[], []]
+
+
+@pytest.mark.parametrize("n,jobs", [(1, 2), (7, 2), (31, 2), (1000, 3), (9000, 8)])
+def test_the_pool_ranges_cover_every_task_once_in_order(n, jobs):
+    spans = engine._ranges(n, jobs)
+    assert [i for a, b in spans for i in range(a, b)] == list(range(n))
+    assert all(b - a <= 256 for a, b in spans)
+
+
+def test_a_worker_range_rebuilds_the_records_of_scan_task(tmp_path):
+    """What a pool worker sends back (packed, without the task's own fields) and the parent
+    unpacks is scan_task's record, key for key, fixes included."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "scan"
+    tasks, _ = walk.discover([str(fixtures)], cwd=str(tmp_path))
+    rules = ruleset.locate(None)
+    rs = ruleset.load(rules)
+    engine._init_worker(str(rules), frozenset(rs.rules), True, tasks)
+    packed = engine._scan_range((0, len(tasks)))
+    rebuilt = [engine._unpack(t, p) for t, p in zip(tasks, packed, strict=True)]
+    direct = [engine.scan_task(t) for t in tasks]
+    assert [list(r) for r in rebuilt] == [list(r) for r in direct] and rebuilt == direct
+    assert any(r["new_text"] for r in direct) and sum(len(r["hits"]) for r in direct) >= 40
