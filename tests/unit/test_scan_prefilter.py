@@ -6,6 +6,7 @@ anything, device strings, the environment, shadowed builtins, carriage returns).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -102,3 +103,16 @@ def test_a_worker_range_rebuilds_the_records_of_scan_task(tmp_path):
     direct = [engine.scan_task(t) for t in tasks]
     assert [list(r) for r in rebuilt] == [list(r) for r in direct] and rebuilt == direct
     assert any(r["new_text"] for r in direct) and sum(len(r["hits"]) for r in direct) >= 40
+
+
+@pytest.mark.parametrize("path,cwd", [
+    ("/w/tree/a.py", "/w/repo"), ("/w/repo2/a.py", "/w/repo"), ("/w/repo/a.py", "/w/repo"),
+    ("/w/repo/..a.py", "/w/repo"), ("/w/repo/../x/a.py", "/w/repo"), ("/w/repo", "/w/repo"),
+    ("//w/repo/a.py", "/w/repo"), ("/w/repo/b/a.py", "//w/repo"), ("/a.py", "/"),
+    ("/w/tree/a.py", "/w/repo/"), ("/w//tree/a.py", "/w/repo")])
+def test_the_reported_path_is_relpaths_answer(path, cwd):
+    """walk.display skips os.path.relpath where it knows its answer (below cwd: the rest of
+    the path; outside it: the path itself); wherever it does, it is relpath's."""
+    rel = os.path.relpath(path, cwd)
+    want = Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
+    assert walk.display(path, cwd) == want
