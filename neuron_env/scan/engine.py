@@ -152,10 +152,50 @@ def run(tasks: list[Task], rules_path: str, enabled: set[str], want_fix: bool,
         return _collect(it, len(tasks), progress, results)
     from concurrent.futures import ProcessPoolExecutor
 
-    chunk = max(1, min(64, len(tasks) // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, initializer=init, initargs=args) as ex:
-        return _collect(ex.map(scan_task, tasks, chunksize=chunk), len(tasks), progress,
-                        results)
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(*args, tasks)) as ex:
+        for chunk in ex.map(_scan_range, _ranges(len(tasks), jobs)):
+            for packed in chunk:
+                task = tasks[len(results)]
+                results.append(_unpack(task, packed))
+                if progress is not None:
+                    progress(len(results), len(tasks))
+    return results
+
+
+def _ranges(n: int, jobs: int) -> list[tuple[int, int]]:
+    """Slices of the work list: each worker gets the list once (initializer: inherited on
+    fork, pickled once per worker on spawn) and then only (start, stop) pairs, small enough
+    to balance the load (~16 per worker), large enough that a round trip is rare."""
+    size = max(1, min(256, n // (jobs * 16)))
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _init_worker(rules_path: str, enabled: frozenset[str], want_fix: bool,
+                 tasks: list[Task]) -> None:
+    init(rules_path, enabled, want_fix)
+    _STATE["tasks"] = tasks
+
+
+# what goes back from a worker: no keys, no task fields the parent already has
+Packed = tuple[int, list[Hit], str | None, str | None, str | None, str | None, int]
+_PACKED = ("lines", "hits", "skipped", "new_text", "old_text", "encoding", "edits")
+
+
+def _scan_range(span: tuple[int, int]) -> list[Packed]:
+    tasks = _STATE["tasks"]
+    out = []
+    for i in range(*span):
+        r = scan_task(tasks[i])
+        out.append((r["lines"], r["hits"], r["skipped"], r["new_text"], r["old_text"],
+                    r["encoding"], r["edits"]))
+    return out
+
+
+def _unpack(task: Task, packed: Packed) -> dict[str, Any]:
+    r: dict[str, Any] = {"path": task.rel, "abs": task.path, "kind": task.kind}
+    r.update(zip(_PACKED, packed, strict=True))
+    return r
 
 
 def _collect(it: Iterable[dict[str, Any]], total: int,

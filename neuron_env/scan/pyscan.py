@@ -248,6 +248,11 @@ class Analyzer:
             self.call(node, scope)
         elif t is K:
             return
+        elif t is ast.BinOp:  # generic visits, spelled out for the commonest kinds
+            self.expr(node.left, scope)  # type: ignore[attr-defined]
+            self.expr(node.right, scope)  # type: ignore[attr-defined]
+        elif t is ast.UnaryOp:
+            self.expr(node.operand, scope)  # type: ignore[attr-defined]
         elif type(node) is ast.Subscript:
             self.subscript(node, scope)
         elif type(node) is ast.Lambda:
@@ -349,7 +354,8 @@ class Analyzer:
                 self.device(kw.value)
             self.expr(kw.value, scope)
         for a in args:
-            self.expr(a, scope)
+            if type(a) is not K:
+                self.expr(a, scope)
 
     def device(self, node: ast.AST) -> None:
         if type(node) is K and type(node.value) is str:

@@ -57,8 +57,13 @@ def display(path: str, cwd: str) -> str:
     """path as reported: relative to cwd where it is below it (path and cwd absolute)."""
     head = cwd if cwd.endswith(os.sep) else cwd + os.sep
     rel = path[len(head):]
-    if path.startswith(head) and not rel.startswith("..") and os.path.normpath(path) == path:
-        return Path(rel).as_posix()  # relpath's answer, cheaply
+    if path.startswith(head):
+        if not rel.startswith("..") and os.path.normpath(path) == path:
+            return Path(rel).as_posix()  # relpath's answer, cheaply
+    elif path != cwd and os.sep == "/" and path[:1] == cwd[:1] == "/" and \
+            "//" not in (path[:2], cwd[:2]) and os.path.normpath(path) == path and \
+            os.path.normpath(cwd) == cwd:
+        return Path(path).as_posix()  # outside cwd: relpath's answer would climb ('..')
     rel = os.path.relpath(path, cwd)
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 

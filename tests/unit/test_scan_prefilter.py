@@ -6,6 +6,7 @@ anything, device strings, the environment, shadowed builtins, carriage returns).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -80,3 +81,38 @@ def test_a_file_without_any_needle_is_not_even_parsed_when_syntax_is_off(tmp_pat
                     "xla_syntax_error.py": ["scan.syntax"]}
     engine.init(str(rules), frozenset(rs.rules) - {"scan.syntax"}, False)
     assert [r["hits"] for r in map(engine.scan_task, tasks)] == [[], []]
+
+
+@pytest.mark.parametrize("n,jobs", [(1, 2), (7, 2), (31, 2), (1000, 3), (9000, 8)])
+def test_the_pool_ranges_cover_every_task_once_in_order(n, jobs):
+    spans = engine._ranges(n, jobs)
+    assert [i for a, b in spans for i in range(a, b)] == list(range(n))
+    assert all(b - a <= 256 for a, b in spans)
+
+
+def test_a_worker_range_rebuilds_the_records_of_scan_task(tmp_path):
+    """What a pool worker sends back (packed, without the task's own fields) and the parent
+    unpacks is scan_task's record, key for key, fixes included."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "scan"
+    tasks, _ = walk.discover([str(fixtures)], cwd=str(tmp_path))
+    rules = ruleset.locate(None)
+    rs = ruleset.load(rules)
+    engine._init_worker(str(rules), frozenset(rs.rules), True, tasks)
+    packed = engine._scan_range((0, len(tasks)))
+    rebuilt = [engine._unpack(t, p) for t, p in zip(tasks, packed, strict=True)]
+    direct = [engine.scan_task(t) for t in tasks]
+    assert [list(r) for r in rebuilt] == [list(r) for r in direct] and rebuilt == direct
+    assert any(r["new_text"] for r in direct) and sum(len(r["hits"]) for r in direct) >= 40
+
+
+@pytest.mark.parametrize("path,cwd", [
+    ("/w/tree/a.py", "/w/repo"), ("/w/repo2/a.py", "/w/repo"), ("/w/repo/a.py", "/w/repo"),
+    ("/w/repo/..a.py", "/w/repo"), ("/w/repo/../x/a.py", "/w/repo"), ("/w/repo", "/w/repo"),
+    ("//w/repo/a.py", "/w/repo"), ("/w/repo/b/a.py", "//w/repo"), ("/a.py", "/"),
+    ("/w/tree/a.py", "/w/repo/"), ("/w//tree/a.py", "/w/repo")])
+def test_the_reported_path_is_relpaths_answer(path, cwd):
+    """walk.display skips os.path.relpath where it knows its answer (below cwd: the rest of
+    the path; outside it: the path itself); wherever it does, it is relpath's."""
+    rel = os.path.relpath(path, cwd)
+    want = Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
+    assert walk.display(path, cwd) == want
