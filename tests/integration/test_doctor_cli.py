@@ -327,6 +327,8 @@ def test_doctor_on_a_real_torch_venv_with_the_emulator(tmp_path, torch_python):
     r = by_id(doc)
     assert doc["target"]["packages"]["torch"].startswith("2.13.0")
     assert r["backend.torch"]["status"] == "pass"
-    assert r["backend.emulator"]["status"] == "warn"
-    assert r["backend.emulator"]["summary"].startswith("EMULATED neuron device")
+    # a trn2 is judged by its hardware: an emulator left there fails (#45 finding 4)
+    assert r["backend.emulator"]["status"] == "fail"
+    assert r["backend.emulator"]["summary"].startswith("EMULATED backend neuron-emulator")
+    assert "trn2.48xlarge" in r["backend.emulator"]["summary"]
     assert r["backend.pairing"]["status"] == "fail"  # no real torch-neuronx: never hidden
