@@ -100,7 +100,7 @@ class Report:
     results: tuple[Result, ...]
     exit_code: int
     extra: dict[str, Any] = factory(dict)
-    # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
+    # the text view (report -> str); None: the grouped checks (report/text.py)
     view: Callable[..., str] | None = None
     # the command's own markdown view, where it has one; None: report/markdown.py
     markdown: Callable[..., str] | None = None
