@@ -1,6 +1,6 @@
 """doctor's text view: the grouped checks (report/text.py) with what only doctor says: how to
 rehearse on a host without a Neuron device first, the fixes `doctor --fix` ran, the device smoke
-test as the last step, and which matrix judged the host."""
+test as the last step."""
 
 from __future__ import annotations
 
@@ -8,20 +8,17 @@ from typing import Any
 
 from neuron_env.report.model import REHEARSAL_VENV, REHEARSE, Report
 from neuron_env.report.text import compose, mark
-from neuron_env.util.text import field
 from neuron_env.util.wrap import CMD
 
 
 def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     """report/text.py's checks and steps (the steps end with `neuron-env smoke`), led by the
-    rehearsal advice, the fixes run after the checks, the matrix line above the verdict."""
+    rehearsal advice, the fixes run after the checks."""
     from neuron_env.report import steps as st
 
-    m = report.matrix or {}
     return compose(report, st.plan(report.results, smoke=True), verbose, colour,
                    lead=rehearsal_lead(report),
-                   after=fixes_run(report.extra.get("fixes") or [], colour),
-                   foot=[matrix_line(m)] if m.get("origin") else [])
+                   after=fixes_run(report.extra.get("fixes") or [], colour))
 
 
 def rehearsal_lead(report: Report) -> list[str]:
@@ -54,13 +51,3 @@ def fixes_run(done: list[dict[str, Any]], colour: bool) -> list[str]:
                       "above, on stderr)"))
         out.append(f"     {CMD}{d['command']}")
     return out
-
-
-def matrix_line(m: dict[str, Any]) -> str:
-    """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…)`, then its path on its own
-    indented line (a long path, one word, never makes the line wider than a terminal)."""
-    facts = [m["origin"], m.get("date"),
-             f"sha256 {m['sha256'][:12]}…" if m.get("sha256") else None]
-    where = m.get("path") or m.get("source")
-    return (f"matrix: Neuron {m.get('release')} ({', '.join(f for f in facts if f)})"
-            + (f"\n  {field(where)}" if where else ""))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
 from neuron_env.util.text import escape_controls, field
@@ -66,15 +66,18 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
 
 
 def compose(report: Report, plan: list[Step], verbose: bool, colour: bool, *,
-            lead: Sequence[str] = (), after: Sequence[str] = (),
-            foot: Sequence[str] = ()) -> str:
-    """The grouped checks with `plan`'s steps; a command's own view adds its `lead` lines
-    (before the checks), `after` lines (before the steps) and `foot` lines (before the
-    verdict)."""
+            lead: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+    """The grouped checks with `plan`'s steps, the matrix line when the report says where its
+    matrix came from, the verdict; a command's own view adds its `lead` lines (before the
+    checks) and `after` lines (before the steps)."""
     lines = [*lead, *checks(report, plan, verbose, colour), *after]
     if plan:
         lines += ["", "Next steps:", *next_steps(plan)]
-    lines += ["", *foot, verdict_line(report)]
+    lines.append("")
+    m = report.matrix or {}
+    if m.get("origin"):  # which matrix judged, from where (bundled, user, file)
+        lines.append(matrix_line(m))
+    lines.append(verdict_line(report))
     return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
 
 
@@ -152,3 +155,13 @@ def next_steps(plan: list[Step]) -> list[str]:
         fixes = f" (fixes {', '.join(s.ids)})" if s.ids else ""
         out += [f"  {i}. {s.title}{fixes}:", f"     {CMD}{s.command}"]
     return out
+
+
+def matrix_line(m: dict[str, Any]) -> str:
+    """`matrix: Neuron 2.34 (user, 2026-11-20, sha256 0123456789ab…)`, then its path on its own
+    indented line (a long path, one word, never makes the line wider than a terminal)."""
+    facts = [m["origin"], m.get("date"),
+             f"sha256 {m['sha256'][:12]}…" if m.get("sha256") else None]
+    where = m.get("path") or m.get("source")
+    return (f"matrix: Neuron {m.get('release')} ({', '.join(f for f in facts if f)})"
+            + (f"\n  {field(where)}" if where else ""))

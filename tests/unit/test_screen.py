@@ -149,13 +149,23 @@ def test_a_quoted_command_in_prose_is_never_cut():
 
 
 def test_the_generic_text_view_knows_nothing_of_doctor():
-    """doctor's own lines (the rehearsal lead, the fixes run, the smoke step, the matrix line)
-    live in its view, report/doctor_text.py; report/text.py names no doctor at all."""
+    """doctor's own lines (the rehearsal lead, the fixes run, the smoke step) live in its view,
+    report/doctor_text.py; report/text.py names no doctor at all."""
     from pathlib import Path
 
     source = Path(text.__file__).read_text(encoding="utf-8")
     assert "doctor" not in source.lower() and "REHEARS" not in source
-    assert not {"rehearsal_lead", "fixes_run", "matrix_line"} & set(vars(text))
+    assert not {"rehearsal_lead", "fixes_run"} & set(vars(text))
     rs = bare_host()
     assert "neuron-env smoke" not in text.render(report(rs))  # only doctor's steps end so
     assert "neuron-env smoke" in doctor_text.render(report(rs))
+
+
+def test_any_report_that_says_where_its_matrix_came_from_shows_the_matrix_line():
+    """install's plan prints it too (not only doctor): the generic view's footer."""
+    m = {"release": "2.99", "origin": "user", "path": "/home/u/neuron-2.99.toml"}
+    rep = Report(schema="neuron-env.install/1", tool={}, matrix=m, target={},
+                 results=(), exit_code=0)
+    out = text.render(rep).splitlines()
+    assert out[-3:] == ["matrix: Neuron 2.99 (user)", "  /home/u/neuron-2.99.toml",
+                        "OK: no checks (against Neuron 2.99; exit 0)"]

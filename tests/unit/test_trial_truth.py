@@ -203,11 +203,11 @@ def test_one_option_belongs_several_belong():
 
 
 def test_the_doctor_footer_fits_80_columns():
-    from neuron_env.report import doctor_text
+    from neuron_env.report import text
 
     m = {"release": "2.34", "origin": "user", "date": "2026-11-20", "sha256": "ab" * 32,
          "path": "/home/someone/.config/neuron-env/matrices/" + "deep/" * 8 + "neuron-2.34.toml"}
-    lines = fit(doctor_text.matrix_line(m), 80).splitlines()
+    lines = fit(text.matrix_line(m), 80).splitlines()
     assert lines[0].startswith("matrix: Neuron 2.34 (user, 2026-11-20, sha256 abababababab")
     assert lines[1] == "  " + m["path"] and all(len(ln) <= 80 for ln in lines[:1])
     assert re.match(r"^matrix: .*\)$", lines[0])
