@@ -129,7 +129,7 @@ class Document:
     sarif: Callable[[dict[str, Any]], str] | None = None  # scan's SARIF 2.1.0 log
     # its own JSON text, where the body is too large for the indenting encoder (a fleet)
     json: Callable[[dict[str, Any]], str] | None = None
-    # control characters the text view may print raw (util.text.clean escapes every other):
+    # control characters the text view may print raw (guards.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""
 

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from neuron_env.guards.text import escape_controls, field
 from neuron_env.report.model import CATEGORIES, RANK, Report, Result
-from neuron_env.util.text import escape_controls, field
 from neuron_env.util.wrap import CMD
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def checks(report: Report, plan: list[Step], verbose: bool, colour: bool) -> lis
         lines.append(f"[{mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
         for r in results:
             # host strings (a version, a name) on their one line: a newline in them never
-            # forges another check's line (util.text.field)
+            # forges another check's line (guards.text.field)
             lines.append(f"    {mark(r.status, colour)} {field(r.summary)}  ({field(r.id)})")
             if r.status in ("fail", "warn", "error") or verbose:
                 if verbose and r.observed is not None:

@@ -23,8 +23,8 @@ _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 def shown_url(url: str) -> str:
     """A URL (or a message holding one) as we show it: credentials masked, one line."""
-    from neuron_env.util.redact import mask
-    from neuron_env.util.text import clean
+    from neuron_env.guards.redact import mask
+    from neuron_env.guards.text import clean
 
     return clean(mask(url), one_line=True)
 
@@ -90,7 +90,7 @@ def _opener(url: str, ca_bundle: str | None) -> Any:
 
     handlers: list[Any] = [SameOrigin()]
     if urllib.parse.urlsplit(url).scheme == "https":
-        from neuron_env.util.files import ssl_context
+        from neuron_env.guards.files import ssl_context
 
         # the bundle through the one reader: a FIFO or a device is refused, never opened
         handlers.append(urllib.request.HTTPSHandler(context=ssl_context(ca_bundle)))
@@ -117,7 +117,7 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
     import urllib.request
 
     check_url(url, schemes=("https", "http"))
-    from neuron_env.util.files import read_body
+    from neuron_env.guards.files import read_body
 
     opener = _opener(url, ca_bundle)
     box: dict[str, Any] = {}
