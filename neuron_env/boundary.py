@@ -65,9 +65,9 @@ def terminal_width() -> int | None:
 def fail(err: BaseException, fmt: str, schema: str, reports: tuple[str, ...] = ()) -> int:
     """Report an error the way the chosen format speaks (and into every --report); its exit
     code."""
+    from neuron_env.guards import redact
+    from neuron_env.guards.text import clean
     from neuron_env.report.render import render_error, write_error_reports
-    from neuron_env.util import redact
-    from neuron_env.util.text import clean
 
     if isinstance(err, NeuronEnvError):
         code, payload, text = err.exit_code, err.to_dict(), err.render()

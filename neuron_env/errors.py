@@ -13,7 +13,7 @@ EXIT_TIMEOUT = 4
 
 class FileProblem(OSError):
     """A file that is there but must not be read (a FIFO, a device, over its size cap, a
-    symlink loop): `str()` says why, for the user. Raised by util/files.py."""
+    symlink loop): `str()` says why, for the user. Raised by guards/files.py."""
 
     def __init__(self, path: str | os.PathLike[str], why: str) -> None:
         super().__init__(f"{path} {why}")
@@ -55,7 +55,7 @@ class UsageError(ConfigurationError):
 
 class RefusedPath(ConfigurationError, OSError):
     """A path the user named that neuron-env will not write (a device, a FIFO, a socket, a
-    symbolic link, a directory): exit 2. Raised by util/atomic.py, the one writer; an OSError
+    symbolic link, a directory): exit 2. Raised by guards/atomic.py, the one writer; an OSError
     too, so a caller's `except OSError` still sees it."""
 
     code = "refused-path"
@@ -72,7 +72,7 @@ class RefusedPath(ConfigurationError, OSError):
 
 class BadInput(ConfigurationError):
     """An untrusted input (a file, an HTTP body) that is not what it must be: not a regular
-    file, too large, too deep, too slow, or the wrong shape (util/files.py, the one reader)."""
+    file, too large, too deep, too slow, or the wrong shape (guards/files.py, the one reader)."""
 
     code = "bad-input"
 

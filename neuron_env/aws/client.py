@@ -76,7 +76,7 @@ def describe_neuron_info(instance_type: str) -> NeuronInfo | None:
 
 
 def tag_instance(instance_id: str, tags: dict[str, str]) -> None:
-    from neuron_env.util.redact import mask
+    from neuron_env.guards.redact import mask
 
     ec2 = _client("ec2")
     call(ec2.create_tags, f"CreateTags {instance_id}", Resources=[instance_id],
@@ -84,7 +84,7 @@ def tag_instance(instance_id: str, tags: dict[str, str]) -> None:
 
 
 def put_parameter(name: str, value: str) -> int:
-    from neuron_env.util.redact import mask
+    from neuron_env.guards.redact import mask
 
     ssm = _client("ssm")
     resp = call(ssm.put_parameter, f"PutParameter {name}", Name=name, Value=mask(value),

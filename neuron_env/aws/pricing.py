@@ -44,11 +44,11 @@ def _objects(doc: Any, *path: str) -> list[Any]:
 
 def hourly_usd(price_list: Any) -> float | None:
     """The OnDemand hourly USD price in GetProducts' PriceList (JSON strings), or None. The
-    answer is untrusted input: each entry goes through the one reader (util/files.parse_json:
+    answer is untrusted input: each entry goes through the one reader (guards/files.parse_json:
     depth, no NaN/Infinity) and every part is type-checked; a price must be a finite number
     > 0. A malformed answer is AwsError("bad-answer"): a note on the cost, never a traceback."""
     from neuron_env.errors import BadInput
-    from neuron_env.util.files import number, parse_json
+    from neuron_env.guards.files import number, parse_json
 
     if not isinstance(price_list, list):
         raise _bad("PriceList is not a list")

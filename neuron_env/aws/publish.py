@@ -6,8 +6,8 @@ import re
 
 from neuron_env import __version__
 from neuron_env.errors import UsageError
+from neuron_env.guards import redact
 from neuron_env.report.model import Result
-from neuron_env.util import redact
 
 VERDICT = {0: "pass", 1: "fail", 2: "error", 3: "error", 4: "timeout"}
 TAG_PREFIX = "neuron-env:"
@@ -25,7 +25,7 @@ def summary_doc(rep) -> dict:
            "matrix": (rep.matrix or {}).get("release"), "instance": inst.get("type"),
            "instance_id": inst.get("instance_id"), "summary": rep.summary, "problems": [],
            "more_problems": 0}
-    from neuron_env.util.text import cut
+    from neuron_env.guards.text import cut
 
     for width, count in ((300, 20), (120, 20), (120, 10), (60, 5), (0, 0)):
         doc["problems"] = [{"id": r.id, "status": r.status,

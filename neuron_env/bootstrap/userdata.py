@@ -132,7 +132,7 @@ def refuse_credentials(o: BootstrapOptions) -> None:
 
 
 def _has_userinfo(url: str) -> bool:
-    from neuron_env.util.redact import text
+    from neuron_env.guards.redact import text
 
     try:
         netloc = urlsplit(url).netloc

@@ -10,8 +10,8 @@ import re
 import shutil
 import stat
 
+from neuron_env.guards import proc, redact
 from neuron_env.target_python import launch
-from neuron_env.util import proc, redact
 
 DMESG = re.compile(r"neuron|nrt|\bnd\d|1d0f|aws-neuronx|efa", re.I)
 MAX_LOGS = 5

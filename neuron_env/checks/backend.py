@@ -6,10 +6,10 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from neuron_env.checks.registry import check, result
+from neuron_env.guards import redact
 from neuron_env.matrix.model import fmt_spec
 from neuron_env.matrix.overrides import expected_index_urls
 from neuron_env.report.model import Result
-from neuron_env.util import redact
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Ver
 

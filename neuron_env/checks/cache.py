@@ -65,7 +65,7 @@ def cache_compile(facts: HostFacts, m: Matrix, ctx: Context) -> Result:
             fix=" ; ".join(f for _, f in found), docs=docs,
             details={"problems": [p for p, _ in found]})
     shared = [c for c in facts.cache if c.untrusted]
-    if shared:  # util.trust: what another user can write there runs in this process
+    if shared:  # guards.trust: what another user can write there runs in this process
         c = shared[0]
         return result("cache.compile", "warn",
                       f"{c.path} ({c.var}) is {c.untrusted}: another user could plant "

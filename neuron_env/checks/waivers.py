@@ -82,8 +82,8 @@ def from_file(path: str) -> list[Waiver]:
     """A TOML file: `[[waiver]]` tables with id, reason and optional until. Read as untrusted
     input: a regular file of at most 1 MiB (a FIFO or /dev/zero is refused, never read), any
     shape error is a UsageError (exit 2) that says where."""
+    from neuron_env.guards.files import FileProblem, read_bounded
     from neuron_env.matrix.loader import toml  # the project's one TOML reader
-    from neuron_env.util.files import FileProblem, read_bounded
 
     try:
         text = read_bounded(path, MAX_FILE).decode("utf-8")

@@ -152,7 +152,7 @@ learning_rate = number(0, 10**6, lo_open=True, what="a learning rate", example="
 
 def _writable(path: str) -> None:
     from neuron_env.errors import RefusedPath
-    from neuron_env.util.atomic import check_output
+    from neuron_env.guards.atomic import check_output
 
     try:
         check_output(path)
@@ -166,7 +166,7 @@ def _writable(path: str) -> None:
 def output_path(value: str | None) -> str | None:
     """Option callback of every path the user names for us to WRITE (`--save-baseline`,
     `--out`): a device, FIFO, socket, directory or symbolic link is refused while parsing (exit
-    2) by the one writer's own check (util/atomic.check_output), which the write repeats."""
+    2) by the one writer's own check (guards/atomic.check_output), which the write repeats."""
     if value is not None:
         _writable(str(value))
     return value
@@ -184,7 +184,7 @@ def report_outputs(values: list[str] | None) -> list[str] | None:
 def output_dir(value: Path | str | None) -> Path | str | None:
     """output_path for a directory we write files into (`matrix import --out`, `matrix update
     --dir`): a symbolic link, or something that is not a directory, is refused (exit 2); each
-    file in it is then written by util/atomic.write_output."""
+    file in it is then written by guards/atomic.write_output."""
     import os
     import stat
 

@@ -15,9 +15,9 @@ import socket
 import time
 from dataclasses import dataclass
 
+from neuron_env.guards import proc
 from neuron_env.target_python import launch as target
 from neuron_env.target_python import protocol
-from neuron_env.util import proc
 
 GRACE = 10.0  # seconds the surviving ranks get after one died, before they are stopped
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.bundle import collect
+from neuron_env.guards.text import clean
 from neuron_env.report.envelope import envelope
 from neuron_env.report.model import Document
-from neuron_env.util.text import clean
 
 SCHEMA = "neuron-env.bundle/1"
 
@@ -67,9 +67,9 @@ def safe_name(name: str, fallback: str = "member") -> str:
 
 def _write(path: Path, members: list[tuple[str, str, str]]) -> None:
     """The archive is made in memory (members are capped) and written as any output the user
-    names (util/atomic.write_output): a random exclusive temporary file renamed into place,
+    names (guards/atomic.write_output): a random exclusive temporary file renamed into place,
     mode 0600 like its members (it holds logs and host details)."""
-    from neuron_env.util.atomic import write_output
+    from neuron_env.guards.atomic import write_output
 
     top = safe_name(path.name.removesuffix(".tar.gz"), "neuron-env-bundle")
     buf = io.BytesIO()

@@ -12,6 +12,7 @@ from neuron_env.matrix import catalog
 from neuron_env.matrix.overrides import index_overrides
 from neuron_env.probes.facts import gather
 from neuron_env.probes.host import make_root
+from neuron_env.report import doctor_text
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record, replace
@@ -150,6 +151,7 @@ def reduce(facts, matrix, opts: DoctorOptions, results: list[Result], published:
         exit_code=code,
         extra={"strict": opts.strict, "elapsed_s": round(time.monotonic() - t0, 3),
                **({"waivers": waived} if waived else {})},
+        view=doctor_text.render,
     )
 
 

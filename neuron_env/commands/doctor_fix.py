@@ -7,8 +7,8 @@ import shutil
 import sys
 from collections.abc import Callable
 
+from neuron_env.guards import proc
 from neuron_env.report.model import Report
-from neuron_env.util import proc
 
 FIX_TIMEOUT = 3600.0  # an install may download gigabytes
 

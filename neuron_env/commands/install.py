@@ -16,6 +16,7 @@ from neuron_env.errors import (
     ResolutionError,
     UsageError,
 )
+from neuron_env.guards import redact
 from neuron_env.install import installers, noop
 from neuron_env.install.plan import Inputs, make_plan
 from neuron_env.install.steps import Progress
@@ -24,7 +25,6 @@ from neuron_env.matrix.model import python_range
 from neuron_env.matrix.overrides import index_overrides, refuse_plain_http
 from neuron_env.probes.host import make_root
 from neuron_env.report.model import Report, Result, exit_code
-from neuron_env.util import redact
 from neuron_env.util.record import replace
 
 SCHEMA = "neuron-env.install/1"

@@ -203,8 +203,8 @@ def import_manifest(manifest: Path, out_dir: Path, releases: list[str], dry_run:
 
 
 def _write_all(out_dir: Path, files: list[tuple[str, str]]) -> None:
-    """All the imported files or none (util/atomic.write_all: a private staging directory in
+    """All the imported files or none (guards/atomic.write_all: a private staging directory in
     --out, then renamed into place; an error is a ConfigurationError naming --out)."""
-    from neuron_env.util.atomic import write_all
+    from neuron_env.guards.atomic import write_all
 
     write_all(out_dir, files, flag="--out")

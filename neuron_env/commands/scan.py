@@ -68,12 +68,12 @@ def run(paths: list[str], *, matrix: str | None = None, select: Sequence[str] = 
 
 def to_file(doc: Document, path: str, fmt: str) -> Document:
     """`--output PATH`: the report (in --format) written through the one safe writer
-    (util/atomic.write_output: a symbolic link, as one committed in the scanned repository,
+    (guards/atomic.write_output: a symbolic link, as one committed in the scanned repository,
     is refused, never written through; exit 2), and nothing on stdout; the exit code stays
     the scan's."""
     from neuron_env.errors import ConfigurationError
+    from neuron_env.guards.atomic import write_output
     from neuron_env.report.render import render
-    from neuron_env.util.atomic import write_output
 
     try:
         write_output(path, render(doc, fmt))
@@ -86,8 +86,8 @@ def apply_fixes(changed: list[dict]) -> dict[str, Any]:
     """Write each rewritten file atomically, in place of the REAL file (through a symlink the
     target is fixed and the link kept), with its owner, group and mode; a file that changed
     since it was read, or whose owner cannot be kept, is left alone and said so."""
+    from neuron_env.guards.files import read_bounded
     from neuron_env.scan import source
-    from neuron_env.util.files import read_bounded
 
     applied, files, refused = 0, [], []
     for r in changed:
@@ -116,9 +116,9 @@ class _Keep(OSError):
 
 def _write_atomic(path: str, data: bytes) -> None:
     """path (a real file, no symlink) replaced by data: a random exclusive temporary file in
-    its directory (util.atomic.temp_file), given the file's owner, group and mode, then renamed
+    its directory (guards.atomic.temp_file), given the file's owner, group and mode, then renamed
     over it."""
-    from neuron_env.util import atomic
+    from neuron_env.guards import atomic
 
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):

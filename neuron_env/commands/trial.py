@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 from neuron_env.commands import TOOL
 from neuron_env.cost.prices import Price
+from neuron_env.guards import proc
 from neuron_env.probes.interpreter import resolve_target
 from neuron_env.report.model import Document, Report, exit_code
 from neuron_env.trial import runner, views
 from neuron_env.trial.options import TrialFlags, TrialOptions, validate
-from neuron_env.util import proc
 
 if TYPE_CHECKING:
-    from neuron_env.util.atomic import PendingOutput
+    from neuron_env.guards.atomic import PendingOutput
 
 SCHEMA = "neuron-env.trial/1"
 
@@ -24,8 +24,8 @@ Started = tuple[str, str, proc.Running, "PendingOutput | None"]
 def start(python: str | None, opts: TrialOptions) -> Started:
     """Validate, resolve the target and start it (before the rest of neuron-env is imported).
     --save-baseline FILE: the target writes a temporary file the one writer made next to FILE
-    (util/atomic.PendingOutput); it replaces FILE only once the baseline step passed."""
-    from neuron_env.util.atomic import PendingOutput
+    (guards/atomic.PendingOutput); it replaces FILE only once the baseline step passed."""
+    from neuron_env.guards.atomic import PendingOutput
 
     validate(opts)
     path, by = resolve_target(python)

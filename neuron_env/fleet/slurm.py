@@ -27,7 +27,7 @@ def node_name() -> str:
 
 
 def _scontrol(*args: str):
-    from neuron_env.util.proc import run
+    from neuron_env.guards.proc import run
 
     return run(["scontrol", *args], timeout=15)
 

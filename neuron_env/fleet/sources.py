@@ -11,9 +11,9 @@ from typing import Any
 
 from neuron_env.errors import CommandTimeout, ConfigurationError
 from neuron_env.fleet.aggregate import Entry
+from neuron_env.guards.files import FileProblem, read_bounded
 from neuron_env.report import verdict as V
 from neuron_env.report.verdict import instance_id
-from neuron_env.util.files import FileProblem, read_bounded
 
 MAX_REPORT = 16 * 1024 * 1024  # one doctor JSON is a few KiB; a huge file is not one
 
@@ -26,7 +26,7 @@ SSM_KEY = re.compile(r"(?:^|/)[0-9a-f-]{36}/(?P<iid>[^/]+)/awsrunShellScript/"
 def parse(raw: bytes | str, name: str, source: str, **kw) -> Entry:
     """One report's bytes -> an Entry named by its instance id (else `name`)."""
     from neuron_env.errors import BadInput
-    from neuron_env.util.files import parse_json
+    from neuron_env.guards.files import parse_json
 
     try:  # the one reader's parser: depth-limited (a doctor report nests ~6 levels)
         doc = parse_json(raw, "report", finite=False)

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from neuron_env.fleet.aggregate import OK, VERDICTS
-from neuron_env.util.text import field as f1
+from neuron_env.guards.text import field as f1
 
 SHOWN = 50  # instances listed in text; JSON has them all
 
 
 def text(body: dict[str, Any]) -> str:
     """Every value a node reported (its id, a check's id and summary, a version) goes through
-    util.text.field: one line each, whatever it holds."""
+    guards.text.field: one line each, whatever it holds."""
     s = body["summary"]
     counts = ", ".join(f"{s[v]} {v}" for v in VERDICTS if s[v])
     src = body.get("source") or {}

@@ -33,8 +33,8 @@ def sync(torch, device):
 
 
 # -- THE opener and writer of the inside scripts (docs/security.md, "Shared directories") -----
-# They run in the target interpreter and cannot import neuron_env: these are util/trust,
-# util/files.read_at and util/atomic's temp-and-rename in a few stdlib lines. A directory
+# They run in the target interpreter and cannot import neuron_env: these are guards/trust,
+# guards/files.read_at and guards/atomic's temp-and-rename in a few stdlib lines. A directory
 # another user can write (RUN_DIR on shared storage) is judged first (ours or root's, no group
 # or other write unless root's sticky /tmp); every file in it is opened relative to its
 # descriptor with O_NOFOLLOW; every file written is created O_CREAT|O_EXCL|O_NOFOLLOW under a
@@ -47,7 +47,7 @@ class Untrusted(Exception):
 
 
 def why_untrusted(st):
-    """util/trust.why_untrusted: why a file or directory with this fstat is not to be trusted."""
+    """guards/trust.why_untrusted: why a file or directory with this fstat is not to be trusted."""
     me = os.geteuid()
     if st.st_uid not in (me, 0):
         return "owned by uid %d, not by this user (uid %d) or root" % (st.st_uid, me)
@@ -129,7 +129,7 @@ def write_file(dir_fd, name, data, mode=0o644):
 
 
 def open_pending(path):
-    """A file neuron-env made for us (util/atomic.PendingOutput: random name, exclusive, 0600),
+    """A file neuron-env made for us (guards/atomic.PendingOutput: random name, exclusive, 0600),
     reopened by name for writing: never created here, never through a link, a regular file
     only. Binary file object."""
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)

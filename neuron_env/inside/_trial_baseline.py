@@ -26,7 +26,7 @@ def save_baseline(t, ident, path):
     tensors = {k: v.contiguous() for k, v in dict(t.dev_got, **getattr(t, "dev_params", {}))
                .items() if v is not None}
     meta = baseline_meta(t, ident)
-    # the parent made the file (util/atomic.PendingOutput, the one writer: random, exclusive,
+    # the parent made the file (guards/atomic.PendingOutput, the one writer: random, exclusive,
     # next to PATH, 0600) and renames it over PATH once this step passed; it is opened by name,
     # never created, never through a link
     tmp = t.opts.get("save_baseline_tmp")

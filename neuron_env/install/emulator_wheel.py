@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 # doctor reads REQUIRES_PYTHON from here on every run (checks/rehearsal.py): what only building
-# a wheel needs (hashlib loads OpenSSL; zipfile, base64, util.atomic) is imported by build()
+# a wheel needs (hashlib loads OpenSSL; zipfile, base64, guards.atomic) is imported by build()
 
 DIST = "neuron_emulator"
 NAME = "neuron-emulator"
@@ -50,7 +50,7 @@ def build(out_dir: Path, src: Path | None = None) -> Path:
     import io
     import zipfile
 
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.guards.atomic import write_atomic
 
     src = src or source_dir()
     ver = version(src)

@@ -9,6 +9,7 @@ import contextlib
 import signal
 import tempfile
 
+from neuron_env.guards.atomic import safe_umask
 from neuron_env.install import mirrors
 from neuron_env.install.apply import install
 from neuron_env.install.lock import EnvLock, state_dir
@@ -20,7 +21,6 @@ from neuron_env.install.steps import Progress
 from neuron_env.install.verify import verify
 from neuron_env.matrix.model import Matrix
 from neuron_env.probes.interpreter import probe_target
-from neuron_env.util.atomic import safe_umask
 from neuron_env.util.record import replace
 
 

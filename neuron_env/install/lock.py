@@ -36,7 +36,7 @@ def state_dir(prefix: str) -> str:
     """`<prefix>/.neuron-env` (and its logs/), created 0755 whatever the umask, neither a
     symlink; writability proven with a temporary file created exclusively. A read-only
     environment is refused here, untouched, with the real cause."""
-    from neuron_env.util.atomic import safe_umask, temp_file
+    from neuron_env.guards.atomic import safe_umask, temp_file
 
     d = os.path.join(prefix, ".neuron-env")
     logs = os.path.join(d, "logs")
@@ -74,7 +74,7 @@ class EnvLock:
         self.fd: int | None = None
 
     def _holder(self) -> str:
-        from neuron_env.util.files import read_bounded
+        from neuron_env.guards.files import read_bounded
 
         with contextlib.suppress(OSError, ValueError):
             return read_bounded(self.path, 64, nofollow=True).decode().strip() or "?"

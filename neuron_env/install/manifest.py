@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from neuron_env.util import redact
+from neuron_env.guards import redact
 
 RELATIVE_PATH = os.path.join(".neuron-env", "install-manifest.json")
 SCHEMA = "neuron-env.manifest/1"
@@ -22,7 +22,7 @@ def path_for(prefix: str) -> str:
 def write(prefix: str, doc: dict) -> str:
     """Atomically (rename) write the manifest; returns its path."""
 
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.guards.atomic import write_atomic
 
     path = path_for(prefix)
     from neuron_env.util.jsonout import dumps

@@ -14,9 +14,9 @@ import configparser
 import os
 from pathlib import Path
 
+from neuron_env.guards.files import read_bounded
 from neuron_env.install.plan import Plan
 from neuron_env.matrix.model import Matrix
-from neuron_env.util.files import read_bounded
 from neuron_env.util.record import replace
 
 PYPI = "https://pypi.org/simple"

@@ -1,4 +1,4 @@
-"""Installer steps through the funnel (util/proc.stream): output to the log, the downloads it
+"""Installer steps through the funnel (guards/proc.stream): output to the log, the downloads it
 reports parsed into a live bar (terminal) or heartbeat lines (no terminal)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neuron_env.errors import CommandTimeout
+from neuron_env.guards import redact
 from neuron_env.install.downloads import Rate, Tally, figures, human
 from neuron_env.target_python import launch
-from neuron_env.util import redact
 from neuron_env.util.progress import Heartbeat, Progress
 
 if TYPE_CHECKING:  # rich: imported only when a bar is shown

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 from neuron_env.errors import ConfigurationError, InterpreterError
+from neuron_env.guards.atomic import safe_umask
 from neuron_env.target_python import launch
-from neuron_env.util.atomic import safe_umask
 
 VENV_TIMEOUT = 300.0
 

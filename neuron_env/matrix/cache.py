@@ -97,7 +97,7 @@ def _warn(path: Path, why: str) -> None:
 
 def _read_trusted(path: Path) -> str | None:
     """The entry's text when it is ours: a regular file (never through a symlink) that passes
-    util.trust (owned by this user or root, writable by no one else). Else None (a warning
+    guards.trust (owned by this user or root, writable by no one else). Else None (a warning
     when it is there)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -111,7 +111,7 @@ def _read_trusted(path: Path) -> str | None:
         if not stat.S_ISREG(st.st_mode):
             _warn(path, "not a regular file")
             return None
-        from neuron_env.util.trust import why_untrusted
+        from neuron_env.guards.trust import why_untrusted
 
         if (why := why_untrusted(st)) is not None:
             _warn(path, why)
@@ -178,7 +178,7 @@ def put(source: str, text: str, data: dict[str, Any]) -> None:
     path = _entry(source, text)
     if path is None:
         return
-    from neuron_env.util.atomic import write_atomic
+    from neuron_env.guards.atomic import write_atomic
 
     doc = {"source": source, "sha256": _sha(text), "code": code_fingerprint(), "data": data}
     with contextlib.suppress(OSError, TypeError, ValueError):

@@ -70,9 +70,9 @@ def user_dir() -> Path | None:
 
 
 def untrusted_user_dir(directory: Path) -> str | None:
-    """Why the user's matrix directory must be ignored (util.trust: owned by another user, or
+    """Why the user's matrix directory must be ignored (guards.trust: owned by another user, or
     writable by group or others), or None."""
-    from neuron_env.util.trust import why_untrusted_path
+    from neuron_env.guards.trust import why_untrusted_path
 
     return why_untrusted_path(directory, kind="dir")
 
@@ -80,9 +80,9 @@ def untrusted_user_dir(directory: Path) -> str | None:
 def scan(directory: Path, bundled: bool = False, origin: str = "",
          trust: bool = False) -> list[Entry]:
     """Matrix files in `directory`, newest release first. trust: the directory and each file
-    must pass util.trust (the user's matrix directory, found from the environment); what does
+    must pass guards.trust (the user's matrix directory, found from the environment); what does
     not is left out with a warning naming it and why."""
-    from neuron_env.util.trust import warn_untrusted, why_untrusted_path
+    from neuron_env.guards.trust import warn_untrusted, why_untrusted_path
 
     out = []
     if trust and (why := untrusted_user_dir(directory)):
@@ -164,7 +164,7 @@ def select(spec: str | None = None, extra_dirs: list[Path] | None = None) -> Mat
                                      hint="reinstall neuron-env; the wheel ships matrices/")
         return load_file(entries[0].path, bundled=entries[0].bundled)
     if "://" in spec:  # a URL: Path() would collapse "https://" to "https:/" (and the mask miss)
-        from neuron_env.util.redact import mask
+        from neuron_env.guards.redact import mask
 
         raise ConfigurationError(
             f"{source} {mask(spec)!r}: a URL; neuron-env reads matrices from files only",
@@ -225,8 +225,8 @@ def provenance(m: Matrix) -> dict[str, Any]:
     """Which matrix a report used: `release`, `source` (its path), `bundled`, and `origin`
     (bundled, user: the user's matrix directory, file: a path given), `path`, the file's
     `sha256` and the matrix's `date`."""
+    from neuron_env.guards.files import read_bounded
     from neuron_env.util.digest import sha256_hex
-    from neuron_env.util.files import read_bounded
 
     path = Path(m.source)
     origin = "bundled" if m.bundled else "file"

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import MatrixError, Problem
+from neuron_env.guards.files import FileProblem, read_bounded
+from neuron_env.guards.text import clean
 from neuron_env.matrix.model import (
     AptPackage,
     Companion,
@@ -30,8 +32,6 @@ from neuron_env.matrix.model import (
     Source,
     StackPackage,
 )
-from neuron_env.util.files import FileProblem, read_bounded
-from neuron_env.util.text import clean
 from neuron_env.util.versions import Spec, Ver
 
 MAX_MANIFEST = 64 << 20  # the real manifest is ~1 MiB
@@ -172,7 +172,7 @@ def _label(data: dict[str, Any], key: str, problems: list[Problem], source: str)
 
 def _index_url(data: dict[str, Any], problems: list[Problem], source: str) -> str:
     from neuron_env.errors import ConfigurationError
-    from neuron_env.util.bounded_http import check_url
+    from neuron_env.guards.bounded_http import check_url
 
     raw = next((r.get("repo_url") for r in data.get("repos_n2", [])
                 if isinstance(r, dict) and r.get("repo_type") == "whl"),

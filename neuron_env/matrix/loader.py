@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from neuron_env.errors import MatrixError, Problem
+from neuron_env.guards.files import FileProblem, read_bounded
 from neuron_env.matrix.model import (
     BACKEND_KINDS,
     FORMAT_VERSION,
@@ -36,7 +37,6 @@ from neuron_env.matrix.model import (
     release_ok,
 )
 from neuron_env.matrix.references import source_ref_problems
-from neuron_env.util.files import FileProblem, read_bounded
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.versions import Spec, Ver
 

@@ -12,7 +12,7 @@ Ed25519, RSA or ECDSA). The manifest server is not trusted beyond what it pins (
 "Manifest server"): the source comes over https, s3 or a local file the user names, plain http
 only pinned or signed; every listed file is on the manifest's own host (no `file://`, no other
 host, no redirect elsewhere); every read is bounded in size and, as a whole, in time
-(util/bounded_http). Every file is checked against its pin, parsed and validated like `matrix
+(guards/bounded_http). Every file is checked against its pin, parsed and validated like `matrix
 validate` before anything is written; the file name written is `neuron-<release>.toml` from the
 matrix itself, never the remote name. Nothing replaces a good matrix with a worse one: an
 invalid file, a digest mismatch, a release older than the newest one already known, an older
@@ -84,7 +84,7 @@ def split_pin(url: str) -> tuple[str, str | None]:
 # --- I/O: bounded reads from file://, http(s)://, s3:// -----------------------------------
 
 def _shown(url: str) -> str:
-    from neuron_env.util.bounded_http import shown_url
+    from neuron_env.guards.bounded_http import shown_url
 
     return shown_url(url)
 
@@ -94,7 +94,7 @@ def read_url(url: str, limit: int, *, ca_bundle: str | None = None,
     """At most `limit` bytes of `url`; more is refused, not truncated. The URL is checked
     first (a clear exit 2 for a malformed one); an HTTP(S) or S3 read ends by `timeout`
     whatever the server does (exit 4)."""
-    from neuron_env.util.bounded_http import check_url, http_get
+    from neuron_env.guards.bounded_http import check_url, http_get
 
     scheme = urllib.parse.urlsplit(url).scheme if "://" in url else ""
     if scheme not in ("s3", "http", "https", "file"):
@@ -120,7 +120,7 @@ def read_url(url: str, limit: int, *, ca_bundle: str | None = None,
 def _read_file(url: str, limit: int) -> bytes:
     from urllib.request import url2pathname
 
-    from neuron_env.util.files import FileProblem, read_bounded
+    from neuron_env.guards.files import FileProblem, read_bounded
 
     parts = urllib.parse.urlsplit(url)
     path = url2pathname(parts.path)
@@ -154,7 +154,7 @@ def _join(base: str, ref: str) -> str:
     """A manifest entry's URL: relative to the manifest's, or absolute on the manifest's own
     host (same scheme, host and port; for s3 the same bucket). Anything else, an absolute
     `file://` included, is refused: the manifest server chooses files on its host only."""
-    from neuron_env.util.bounded_http import check_url, origin
+    from neuron_env.guards.bounded_http import check_url, origin
 
     if urllib.parse.urlsplit(ref).scheme:
         out = ref
@@ -194,7 +194,7 @@ def verify_signature(url: str, data: bytes, key: Path, *, ca_bundle: str | None,
     import shutil
     import tempfile
 
-    from neuron_env.util import proc
+    from neuron_env.guards import proc
 
     openssl = shutil.which("openssl")
     if openssl is None:
@@ -243,7 +243,7 @@ def fetch(source: str, pin: str | None = None, *, ca_bundle: str | None = None,
     pin = (pin or frag_pin or "").lower() or None
     if pin and not _HEX.match(pin):
         raise ConfigurationError(f"--sha256 {pin}: not 64 hex digits")
-    from neuron_env.util.bounded_http import check_url
+    from neuron_env.guards.bounded_http import check_url
 
     if check_url(url).scheme != "https" and ca_bundle is not None:
         raise ConfigurationError(f"--ca-bundle {ca_bundle}: only https:// uses a CA bundle, and "
@@ -286,7 +286,7 @@ def _check_pin(url: str, data: bytes, pin: str) -> None:
 
 def _manifest(url: str, data: bytes) -> list[dict[str, str]] | None:
     """The manifest's entries, or None when `data` is not a manifest (a matrix TOML)."""
-    from neuron_env.util.files import parse_json
+    from neuron_env.guards.files import parse_json
 
     head = data.lstrip()[:1]
     if head not in (b"{", b"["):
@@ -396,8 +396,8 @@ def plan(fetched: list[Fetched], target: Path, known: list[catalog.Entry],
 
 
 def _digest_of(path: Path) -> str | None:
+    from neuron_env.guards.files import read_bounded
     from neuron_env.matrix.loader import MAX_MATRIX as LOADER_MAX
-    from neuron_env.util.files import read_bounded
 
     try:
         return sha256(read_bounded(path, LOADER_MAX))
@@ -410,7 +410,7 @@ def apply(decisions: list[Decision], dry_run: bool = False) -> int:
     if any(d.action == "refused" for d in decisions):
         return 2
     if not dry_run:
-        from neuron_env.util.atomic import write_atomic
+        from neuron_env.guards.atomic import write_atomic
 
         for d in decisions:
             if d.action in ("install", "replace"):

@@ -6,9 +6,9 @@ import os
 import re
 import shutil
 
+from neuron_env.guards.trust import why_untrusted_path
 from neuron_env.probes.host import Root
 from neuron_env.util.record import record
-from neuron_env.util.trust import why_untrusted_path
 
 # (variable, default, default confirmed by the env-vars / compiler-artifacts pages)
 CACHE_VARS = (
@@ -31,7 +31,7 @@ class CacheDir:
     creatable_from: str | None = None  # the existing parent it would be created under
     free_bytes: int | None = None
     compiler_versions: tuple[str, ...] = ()  # neuronxcc-<version> entries inside
-    untrusted: str | None = None  # a compile cache failing util.trust: why (None: trusted)
+    untrusted: str | None = None  # a compile cache failing guards.trust: why (None: trusted)
 
 
 def _nearest_parent(p):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from neuron_env.guards import proc
 from neuron_env.probes.host import Root
-from neuron_env.util import proc
 from neuron_env.util.record import record
 
 TIMEOUT = 5.0

@@ -8,10 +8,10 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from neuron_env.guards.files import FileProblem, read_bounded, read_head, resolve_in_root
+from neuron_env.guards.text import escape_controls
 from neuron_env.probes.rpmdb import RpmFacts, probe_rpm
-from neuron_env.util.files import FileProblem, read_bounded, read_head, resolve_in_root
 from neuron_env.util.record import factory, record
-from neuron_env.util.text import escape_controls
 
 if TYPE_CHECKING:
     from typing import Literal

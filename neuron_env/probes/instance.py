@@ -56,7 +56,7 @@ def _ask_imds(budget: float) -> imds.IMDSAnswer:
     try:
         return imds.query("instance-type", budget)
     except Exception as e:  # a probe's fault is a note, never doctor's crash
-        from neuron_env.util.text import clean
+        from neuron_env.guards.text import clean
 
         return imds.IMDSAnswer(None, clean(f"IMDS could not be asked: {type(e).__name__}: {e}",
                                            one_line=True)[:200])

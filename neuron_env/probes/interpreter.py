@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import InterpreterError
+from neuron_env.guards import proc
 from neuron_env.target_python import launch, protocol
-from neuron_env.util import proc
 from neuron_env.util.names import canonicalize_name
 from neuron_env.util.record import factory, record
 

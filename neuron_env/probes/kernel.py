@@ -11,8 +11,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from neuron_env.guards.text import escape_controls
 from neuron_env.util.record import record
-from neuron_env.util.text import escape_controls
 
 if TYPE_CHECKING:
     from pathlib import Path

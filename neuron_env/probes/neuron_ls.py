@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 
-from neuron_env.util import proc
+from neuron_env.guards import proc
 from neuron_env.util.record import record
 
 TIMEOUT = 5.0

@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 from typing import Protocol
 
-from neuron_env.util.files import FileProblem, resolve_in_root
+from neuron_env.guards.files import FileProblem, resolve_in_root
 from neuron_env.util.record import factory, record
 
 
@@ -136,7 +136,7 @@ def _bdb_facts(root: Root, rpm: str | None) -> RpmFacts:
         return RpmFacts(present=True, source=BDB,
                         problem=f"{BDB} is a Berkeley DB rpm database (Amazon Linux 2) and there "
                                 "is no rpm program here to read it: rpm package states not read")
-    from neuron_env.util import proc
+    from neuron_env.guards import proc
 
     argv = [rpm, "--root", str(root.path), "--dbpath", "/var/lib/rpm", "-qa", "--qf",
             r"%{NAME}\t%{VERSION}-%{RELEASE}\n", PREFIX + "*"]

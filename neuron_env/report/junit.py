@@ -9,8 +9,8 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from neuron_env.guards.text import xml_safe
 from neuron_env.report.model import Report, Result
-from neuron_env.util.text import xml_safe
 
 HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n'
 

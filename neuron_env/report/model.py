@@ -100,7 +100,7 @@ class Report:
     results: tuple[Result, ...]
     exit_code: int
     extra: dict[str, Any] = factory(dict)
-    # the text view (report -> str); None: the doctor-style grouped checks (report/text.py)
+    # the text view (report -> str); None: the grouped checks (report/text.py)
     view: Callable[..., str] | None = None
     # the command's own markdown view, where it has one; None: report/markdown.py
     markdown: Callable[..., str] | None = None
@@ -130,7 +130,7 @@ class Document:
     # its own JSON text, where the body is too large for the indenting encoder (a fleet): a
     # str, or pieces each ending at a line end, written one at a time (report/render.pieces)
     json: Callable[[dict[str, Any]], str | Iterable[str]] | None = None
-    # control characters the text view may print raw (util.text.clean escapes every other):
+    # control characters the text view may print raw (guards.text.clean escapes every other):
     # a diff for `patch` keeps a CRLF file's CR and a form feed
     raw_ok: str = ""
 

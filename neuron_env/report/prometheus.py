@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import time
 
+from neuron_env.guards.text import clean
 from neuron_env.report.model import STATUSES, Report
 from neuron_env.report.verdict import COMPONENTS, verdict, versions
-from neuron_env.util.text import clean
 
 VERDICTS = ("pass", "warn", "fail", "error", "timeout")
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import UsageError
+from neuron_env.guards import redact
+from neuron_env.guards.text import clean
 from neuron_env.report.formats import BY_NAME, ENGINE_LINE_MAX, RENDERERS, REPORT_FILE_FORMATS
 from neuron_env.report.model import Document, Report
-from neuron_env.util import redact
 from neuron_env.util.jsonout import dumps
-from neuron_env.util.text import clean
 from neuron_env.util.wrap import fit
 
 FORMATS = REPORT_FILE_FORMATS  # --report FORMAT:PATH (report/formats.py, THE format table)
@@ -29,7 +29,7 @@ def pieces(out: Report | Document, fmt: str, verbose: bool = False,
            colour: bool = False, width: int | None = None) -> Iterator[str]:
     """The output in the pieces its view makes (one piece, unless a Document's view yields
     pieces: a fleet's JSON, so 100,000 nodes are never one string), each masked for
-    credentials, then sanitised (util.text.clean: no control character, lone surrogate or
+    credentials, then sanitised (guards.text.clean: no control character, lone surrogate or
     XML-forbidden character leaves the process raw; JSON escapes them itself) on the way
     out. A view that yields ends each piece at a line end, so masking and cleaning a piece at
     a time is the same as the whole. `width` (a terminal's): a report's text view is fitted to
@@ -122,7 +122,7 @@ def write_error_reports(specs: list[str] | tuple[str, ...], schema: str, code: i
                         error: dict[str, Any]) -> None:
     """Every --report path gets a document on every exit: the error one when the run failed.
     Best effort: a bad spec or an unwritable path is already the error being reported."""
-    from neuron_env.util.atomic import write_output
+    from neuron_env.guards.atomic import write_output
 
     for spec in specs:
         fmt, sep, path = spec.partition(":")
@@ -137,7 +137,7 @@ def write_reports(rep: Report | Document, specs: tuple[str, ...] | list[str],
     """Write every --report FORMAT:PATH (atomically) that can be written; an unwritable path
     is exit 2, and the reports already written keep the run's result."""
     from neuron_env.errors import ConfigurationError
-    from neuron_env.util.atomic import write_output
+    from neuron_env.guards.atomic import write_output
 
     failed = []
     for fmt, path in parse_report_specs(list(specs)):

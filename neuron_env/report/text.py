@@ -1,14 +1,16 @@
-"""The human report: grouped like `flutter doctor`, colour on a TTY (or FORCE_COLOR), never with
-NO_COLOR set non-empty."""
+"""The human report: checks grouped by category, each under its worst mark; colour on a TTY
+(or FORCE_COLOR), never with NO_COLOR set non-empty. A command's own text view
+builds on `compose`."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from neuron_env.report.model import CATEGORIES, RANK, REHEARSAL_VENV, REHEARSE, Report, Result
-from neuron_env.util.text import escape_controls, field
+from neuron_env.guards.text import escape_controls, field
+from neuron_env.report.model import CATEGORIES, RANK, Report, Result
 from neuron_env.util.wrap import CMD
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ def use_colour(stream: TextIO | None = None) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
-def _mark(status: str, colour: bool) -> str:
+def mark(status: str, colour: bool) -> str:
     m = MARKS[status]
     if not _can_encode(m):
         m = {"pass": "+", "fail": "x", "error": "x"}.get(status, m)
@@ -60,20 +62,41 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     (util.wrap.CMD) so fitting the text to a terminal never breaks one."""
     from neuron_env.report import steps as st
 
-    lines = rehearsal_lead(report)
+    return compose(report, st.plan(report.results), verbose, colour)
+
+
+def compose(report: Report, plan: list[Step], verbose: bool, colour: bool, *,
+            lead: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+    """The grouped checks with `plan`'s steps, the matrix line when the report says where its
+    matrix came from, the verdict; a command's own view adds its `lead` lines (before the
+    checks) and `after` lines (before the steps)."""
+    lines = [*lead, *checks(report, plan, verbose, colour), *after]
+    if plan:
+        lines += ["", "Next steps:", *next_steps(plan)]
+    lines.append("")
     m = report.matrix or {}
-    plan = st.plan(report.results, smoke=report.schema == "neuron-env.doctor/1")
+    if m.get("origin"):  # which matrix judged, from where (bundled, user, file)
+        lines.append(matrix_line(m))
+    lines.append(verdict_line(report))
+    return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
+
+
+def checks(report: Report, plan: list[Step], verbose: bool, colour: bool) -> list[str]:
+    """Each category's worst mark, then its checks; a problem's details under it."""
+    from neuron_env.report import steps as st
+
+    lines: list[str] = []
     groups: dict[str, list[Result]] = {}
     for r in report.results:
         groups.setdefault(r.category, []).append(r)
     first_of: dict[str, str] = {}  # a fix's words -> the first check printed with them
     for cat, results in groups.items():
         worst = max(results, key=lambda r: RANK[r.status]).status
-        lines.append(f"[{_mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
+        lines.append(f"[{mark(worst, colour)}] {CATEGORIES.get(cat, cat)}")
         for r in results:
             # host strings (a version, a name) on their one line: a newline in them never
-            # forges another check's line (util.text.field)
-            lines.append(f"    {_mark(r.status, colour)} {field(r.summary)}  ({field(r.id)})")
+            # forges another check's line (guards.text.field)
+            lines.append(f"    {mark(r.status, colour)} {field(r.summary)}  ({field(r.id)})")
             if r.status in ("fail", "warn", "error") or verbose:
                 if verbose and r.observed is not None:
                     lines.append(f"        observed: {_fmt(r.observed)}")
@@ -90,6 +113,13 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
                 if r.status == "error" and r.details and r.details.get("traceback"):
                     lines += ["        " + field(ln)
                               for ln in r.details["traceback"].splitlines()]
+    return lines
+
+
+def verdict_line(report: Report) -> str:
+    """`OK: 20 pass, 1 warn (against Neuron 2.34; exit 0)`, and whether the device was
+    emulated."""
+    m = report.matrix or {}
     s = report.summary
     parts = [f"{s[k]} {k}" for k in ("pass", "warn", "fail", "skip", "error") if s[k]]
     verdict = {0: "OK", 1: "FAILED", 3: "INTERNAL ERROR", 4: "TIMED OUT"}.get(
@@ -97,33 +127,8 @@ def render(report: Report, verbose: bool = False, colour: bool = False) -> str:
     against = f"against Neuron {m.get('release')}; " if m else ""
     emulated = " — EMULATED device, not Trainium" if report.extra.get("emulated") or any(
         (r.details or {}).get("emulated") and r.status != "fail" for r in report.results) else ""
-    lines += fixes_run(report.extra.get("fixes") or [], colour)
-    if plan:
-        lines += ["", "Next steps:", *next_steps(plan)]
-    lines.append("")
-    if m.get("origin"):  # doctor: which matrix, from where (bundled, user, file)
-        lines.append(matrix_line(m))
-    lines.append(f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
-                 f"{report.exit_code}){emulated}")
-    return escape_controls("\n".join(lines) + "\n", keep_sgr=colour)
-
-
-def rehearsal_lead(report: Report) -> list[str]:
-    """doctor on a host with no Neuron device and no Trainium instance type (a laptop, a CI
-    runner): first, how to rehearse here, with the emulated backend."""
-    if report.schema != "neuron-env.doctor/1":
-        return []
-    by_id = {r.id: r for r in report.results}
-    devices = (report.target.get("driver") or {}).get("device_nodes")
-    inst, emu = by_id.get("instance.type"), by_id.get("backend.emulator")
-    if report.target.get("root") not in ("/", None):
-        return []  # an image under --root: not this host to rehearse on
-    if devices or devices is None or inst is None or inst.status == "pass" or (
-            emu is not None and emu.status != "pass"):
-        return []
-    return ["No Neuron device here. To rehearse on this host (the emulated backend, on the CPU):",
-            f"     {CMD}{REHEARSE}",
-            f"     {CMD}neuron-env doctor --python {REHEARSAL_VENV}/bin/python", ""]
+    return (f"{verdict}: {', '.join(parts) or 'no checks'} ({against}exit "
+            f"{report.exit_code}){emulated}")
 
 
 def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[str]:
@@ -141,22 +146,6 @@ def _fix_lines(r: Result, step: int | None, first_of: dict[str, str]) -> list[st
                     f"          {CMD}{field(r.fix_command)}"]
         return [f"        fix: {words}"]
     return [f"        fix: next step {step} below"]
-
-
-def fixes_run(done: list[dict[str, Any]], colour: bool) -> list[str]:
-    """doctor --fix: each fix that ran, and whether it worked (the checks above are the run
-    after the fixes); a failed one is said here, not only in its output on stderr."""
-    ran = [d for d in done if d.get("ran")]
-    if not ran:
-        return []
-    out = ["", "Fixes run (doctor --fix):"]
-    for d in ran:
-        ok = d.get("exit_code") == 0
-        out.append(f"  {_mark('pass' if ok else 'fail', colour)} {d['id']}: "
-                   + ("done" if ok else f"FAILED (exit {d.get('exit_code')}; its output is "
-                      "above, on stderr)"))
-        out.append(f"     {CMD}{d['command']}")
-    return out
 
 
 def next_steps(plan: list[Step]) -> list[str]:

@@ -70,10 +70,10 @@ def reason_text(doc: dict[str, Any], bad: list[dict[str, str | None]] | None = N
 
 
 def one_line(text: str, limit: int) -> str:
-    """Masked for credentials FIRST (util/redact), then sanitised (util.text.clean: a node's
+    """Masked for credentials FIRST (guards/redact), then sanitised (guards.text.clean: a node's
     ESC or CR never reaches a terminal, Slurm or NPD raw) and on one line, THEN cut to `limit`."""
-    from neuron_env.util.redact import mask
-    from neuron_env.util.text import clean, cut
+    from neuron_env.guards.redact import mask
+    from neuron_env.guards.text import clean, cut
 
     return cut(clean(" ".join(mask(str(text)).split()), one_line=True), limit)
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from neuron_env.guards.files import FileProblem, read_head
 from neuron_env.scan import fixes, pyscan, ruleset, shscan, source
 from neuron_env.scan.walk import MAX_BYTES, Task
-from neuron_env.util.files import FileProblem, read_head
 
 _STATE: dict[str, Any] = {}
 UTF_BOMS = tuple(b for b, _ in source.BOMS)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuron_env.util.files import FileProblem, read_bounded
+from neuron_env.guards.files import FileProblem, read_bounded
 
 MAX_BYTES = 4 * 1024 * 1024  # as sources (walk.MAX_BYTES): an ignore file is text
 

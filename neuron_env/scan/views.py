@@ -8,7 +8,7 @@ from itertools import groupby
 from typing import Any
 from urllib.parse import quote
 
-from neuron_env.util.text import field as f1
+from neuron_env.guards.text import field as f1
 from neuron_env.util.wrap import wrap_line
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

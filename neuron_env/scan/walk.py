@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_env.errors import UsageError
+from neuron_env.guards.files import read_head
 from neuron_env.scan import gitignore
-from neuron_env.util.files import read_head
 
 MAX_BYTES = 4 * 1024 * 1024
 QUIET_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".ruff_cache",

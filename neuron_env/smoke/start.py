@@ -5,8 +5,8 @@ interpreter (and its `import torch`) runs while neuron-env loads (as doctor's pr
 from __future__ import annotations
 
 from neuron_env.errors import UsageError
+from neuron_env.guards import proc
 from neuron_env.target_python import launch
-from neuron_env.util import proc
 from neuron_env.util.record import fields, record
 
 DEFAULT_TIMEOUT = 300.0

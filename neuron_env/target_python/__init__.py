@@ -6,7 +6,7 @@ that starts with the target's path (tests/unit/test_target_shape.py checks it).
 
 How a target starts (``launch``)
 --------------------------------
-- through the subprocess funnel (util/proc.py): its own session and process group, a timeout
+- through the subprocess funnel (guards/proc.py): its own session and process group, a timeout
   that holds for grandchildren, the whole group killed on timeout, Ctrl-C or exit;
 - with an absolute interpreter path (a relative ``--python`` is resolved first, the cwd then
   changes);

@@ -10,8 +10,8 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from neuron_env.guards import proc
 from neuron_env.inside import script
-from neuron_env.util import proc
 
 TOOL = ("-I", "-X", "utf8")  # isolated: no PYTHON* env, no user site, no cwd on sys.path
 SAFE_CWD = "/"

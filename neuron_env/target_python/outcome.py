@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from neuron_env.guards import proc
 from neuron_env.report.model import Result
-from neuron_env.util import proc
 from neuron_env.util.record import factory, record
 
 HUNG_FIX = ("check neuron-top / dmesg for a stuck device; raise --timeout if a first compile "

@@ -7,8 +7,8 @@ import json
 import re
 from typing import Any
 
+from neuron_env.guards import proc
 from neuron_env.inside import MARKER
-from neuron_env.util import proc
 from neuron_env.util.record import record
 
 STEP = re.compile(r"@@STEP ([^@\n]+)@@")  # THE step regex (inside/_shared.step writes it)

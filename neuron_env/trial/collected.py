@@ -1,6 +1,6 @@
 """`trial --world-size N --collect RUN_DIR`: the files a run launched elsewhere left behind,
-read by the one opener of a shared directory (util/files.open_dir/read_json_at: the directory
-judged by util/trust, each file O_NOFOLLOW relative to it, regular files of this user only,
+read by the one opener of a shared directory (guards/files.open_dir/read_json_at: the directory
+judged by guards/trust, each file O_NOFOLLOW relative to it, regular files of this user only,
 capped, depth-limited) and checked before any verdict is made from them. RUN_DIR is written
 by other processes, often on a shared file system: a missing field, a wrong type, a NaN step
 time, a rank file that claims another rank or another world size, shards that do not tile the
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from neuron_env.errors import BadInput
+from neuron_env.guards.files import field, number, read_json_at
 from neuron_env.report import noise
-from neuron_env.util.files import field, number, read_json_at
 
 MAX_EFFICIENCY = 1.5  # thr_N / (N * thr_1): 1.0 is perfect scaling; 2.0 is a forged file
 _ROW = (("ok", "bool", False), ("tensor", "str", False), ("phase", "str", False),
@@ -99,8 +99,8 @@ def _rows(doc: dict[str, Any], key: str, what: str) -> None:
 
 
 def reference(dir_fd: int, run_dir: str) -> dict[str, Any]:
-    """reference.json in the run directory `dir_fd` (util/files.open_dir): read by
-    util/files.read_json_at (relative, O_NOFOLLOW: a link is refused, never followed)."""
+    """reference.json in the run directory `dir_fd` (guards/files.open_dir): read by
+    guards/files.read_json_at (relative, O_NOFOLLOW: a link is refused, never followed)."""
     what = f"--collect: {Path(run_dir) / 'reference.json'}"
     doc = read_json_at(dir_fd, "reference.json", MAX_RANK_FILE, what, finite=False)
     batch = field(doc, "batch", "int", what, lo=1)

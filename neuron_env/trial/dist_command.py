@@ -11,13 +11,13 @@ from typing import Any
 from neuron_env.cost import maths
 from neuron_env.cost.prices import Price, choose
 from neuron_env.errors import UsageError
+from neuron_env.guards.text import field
 from neuron_env.report import noise
 from neuron_env.report.model import Report, Result, exit_code
 from neuron_env.report.verdict import cost_kind
 from neuron_env.trial import distributed as dist
 from neuron_env.trial.collected import timing
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util.text import field
 
 SCHEMA = "neuron-env.trial/1"
 BASELINE_SCHEMA = "neuron-env.trial-cost-baseline/1"
@@ -45,10 +45,10 @@ _BASELINE_FIELDS = (("samples_per_s", "number", False), ("step_s", "number", Tru
 
 
 def read_baseline(path: str) -> dict[str, Any]:
-    """`--baseline FILE` with --world-size: read by the one reader (util/files.read_json: a
+    """`--baseline FILE` with --world-size: read by the one reader (guards/files.read_json: a
     regular file, capped, not too deep, no NaN/Infinity), then every field it may use checked
     for its type (numbers finite, throughput > 0); only those fields are kept."""
-    from neuron_env.util.files import field, read_json
+    from neuron_env.guards.files import field, read_json
 
     what = f"--baseline {path}"
     hint = ("save one with: neuron-env trial MODEL --world-size N --save-baseline FILE on the "
@@ -275,7 +275,7 @@ def _tag(res: Result) -> Result:
 
 
 def _save(path: str, doc: dict[str, Any]) -> None:
-    from neuron_env.util.atomic import write_output
+    from neuron_env.guards.atomic import write_output
     from neuron_env.util.jsonout import dumps
 
     write_output(os.path.abspath(path), dumps(doc, indent=2) + "\n")

@@ -167,7 +167,7 @@ def validate(o: TrialOptions) -> None:
         raise UsageError("--save-baseline and --baseline: give one of them",
                          hint="save on the environment used today, compare on the Trainium host")
     if o.baseline:  # the one reader's check: a FIFO or /dev/zero is refused here, never read
-        from neuron_env.util.files import check_regular
+        from neuron_env.guards.files import check_regular
 
         check_regular(o.baseline, MAX_BASELINE, f"--baseline {o.baseline}")
     path = o.model.rpartition(":")[0]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from neuron_env.util.trust import why_untrusted
+from neuron_env.guards.trust import why_untrusted
 
 PREFIX = "neuron-env-trial-dist-"
 OWNER = "owner"  # "<pid> <start time in clock ticks since boot>"
@@ -72,7 +72,7 @@ def stale(sweep: Callable[[str], None], base: str | None = None) -> list[dict[st
             continue
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             continue
-        why = why_untrusted(st)  # util/trust: ours, and writable by no one else
+        why = why_untrusted(st)  # guards/trust: ours, and writable by no one else
         if why:
             found.append({"path": e.path, "removed": False, "why": f"not trusted: {why}"})
             continue

@@ -6,20 +6,20 @@ from __future__ import annotations
 import re
 
 from neuron_env.errors import UsageError
+from neuron_env.guards import proc
 from neuron_env.report.model import RANK, Result
 from neuron_env.target_python import launch
 from neuron_env.target_python.outcome import TargetRun, failed
 from neuron_env.target_python.protocol import collect
 from neuron_env.trial import advice
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util import proc
 
 TrialRun = TargetRun  # one run-result type (neuron_env/target_python/outcome.py)
 
 
 def start(python: str, opts: TrialOptions, baseline_tmp: str | None = None) -> proc.Running:
     """Start the target now: it imports torch while neuron-env imports the rest of itself.
-    baseline_tmp: the temporary file (util/atomic.PendingOutput) --save-baseline writes into."""
+    baseline_tmp: the temporary file (guards/atomic.PendingOutput) --save-baseline writes into."""
     payload = dict(opts.payload(), save_baseline_tmp=baseline_tmp)
     return launch.spawn_script(python, "trial.py", payload, timeout=opts.timeout,
                                keep_cwd=True)  # MODEL names are relative to the cwd

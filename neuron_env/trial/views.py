@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from neuron_env.guards.text import field
 from neuron_env.report import noise, text
 from neuron_env.report.model import Report
 from neuron_env.trial.markup import ICONS, md
-from neuron_env.util.text import field
 
 VERDICT = {0: "OK", 1: "FAILED", 2: "BAD INPUT", 3: "INTERNAL ERROR", 4: "TIMED OUT"}
 

@@ -1,1 +1,2 @@
-"""Small shared utilities: the one subprocess funnel, redaction, package names."""
+"""Small shared helpers: records, package names, versions, wrapping, templates, progress lines
+(the invariants they lean on live in neuron_env/guards/)."""

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from neuron_env.util import redact
+from neuron_env.guards import redact
 
 HEARTBEAT = 10.0  # seconds between "... still ..." lines while nothing else is said
 

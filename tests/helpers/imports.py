@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("neuron_emulator",),  # the emulated device: its own distribution, imports no neuron_env
     ("neuron_env", "errors"),  # the version; every deliberate error, with its exit code
-    ("util",),  # the funnel, the one writer, the one reader, records, text
+    ("guards",),  # the invariants: the funnel, the one writer, the one reader, trust, masking
+    ("util",),  # plain helpers: records, names, versions, wrapping, templates, progress
     ("inside", "report"),  # scripts run in the target; the result model and renderers
     ("target_python", "boundary"),  # the one target runner; the one boundary
     ("probes",),  # every fact read from the host and the target

@@ -115,7 +115,7 @@ def test_the_emulated_rehearsal_check_imports_no_wheel_building():
     run against an emulated target: hashlib (OpenSSL), zipfile and base64 are for build()."""
     code = ("import sys\nfrom neuron_env.install.emulator_wheel import REQUIRES_PYTHON\n"
             "print(','.join(m for m in ('hashlib', 'zipfile', 'base64', "
-            "'neuron_env.util.atomic') if m in sys.modules))\n")
+            "'neuron_env.guards.atomic') if m in sys.modules))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        check=True)
     assert p.stdout.strip() == "", p.stdout

@@ -552,8 +552,8 @@ def test_uv_install_command_compiles_bytecode(tmp_path):
     """The exact uv command install runs leaves __pycache__ behind (as pip does): without it
     the first `import torch` compiles everything, and every import does under
     PYTHONDONTWRITEBYTECODE=1."""
+    from neuron_env.guards import proc
     from neuron_env.install import installers
-    from neuron_env.util import proc
     from tests.helpers.envs import site_packages
     from tests.helpers.wheels import Stand, build_wheel
 

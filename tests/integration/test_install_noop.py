@@ -19,7 +19,7 @@ RESOLUTION = ("neuron_env.install.execute", "neuron_env.install.provenance",
 
 WRAPPER = f"""
 import json, sys
-from neuron_env.util import proc
+from neuron_env.guards import proc
 spawned = []
 real = proc.spawn
 def counting(argv, **kw):

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from neuron_env.errors import CommandTimeout
-from neuron_env.util.files import read_body
+from neuron_env.guards.files import read_body
 from tests.helpers.cli import run_cli
 from tests.helpers.servers import _Loopback
 

@@ -1,4 +1,4 @@
-"""THE subprocess funnel (neuron_env/util/proc.py) against real processes: a timeout that holds
+"""THE subprocess funnel (neuron_env/guards/proc.py) against real processes: a timeout that holds
 when a grandchild keeps the pipe, bounded memory on huge output, children that die with us."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_env.util import proc
+from neuron_env.guards import proc
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 MEASURE = """
 import json, sys
-from neuron_env.util import proc
+from neuron_env.guards import proc
 gen = [sys.executable, "-c", "import sys\\nb = b'x' * 1048575 + b'\\\\n'\\n"
        "for _ in range(300): sys.stdout.buffer.write(b)"]
 if sys.argv[1] == "capture":
@@ -117,7 +117,7 @@ def test_300_mb_of_output_keeps_memory_bounded(mode):
 
 PARENT = """
 import sys
-from neuron_env.util import proc
+from neuron_env.guards import proc
 proc.run(["sh", "-c", "echo $$ > " + sys.argv[1] + "; exec sleep 60"], timeout=120)
 """
 

@@ -88,7 +88,7 @@ def test_cache_probe_writable_creatable_and_stale(tmp_path):
     assert neff.compiler_versions == ("2.15.141.0", "2.28.7631.0")
     assert not debug.exists and debug.writable and debug.creatable_from == "/"
     assert neff.untrusted is None
-    cache.chmod(0o777)  # util.trust (issue #36): anyone may plant NEFFs there
+    cache.chmod(0o777)  # guards.trust (issue #36): anyone may plant NEFFs there
     try:
         shared = probe_cache(make_root(str(r)), {"TORCH_NEURONX_NEFF_CACHE_DIR": "/var/cache/neff"})
         assert shared[1].untrusted == "writable by group or others (mode 777)"

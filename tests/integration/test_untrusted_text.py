@@ -1,6 +1,6 @@
 """Untrusted text reaching terminals, engines and documents (#25 items 14-16): a node's report,
 a host's driver version, dpkg `Version:` or a dist's METADATA with escape sequences goes through
-the one sanitiser (util.text.clean) on its way out of every renderer and sink."""
+the one sanitiser (guards.text.clean) on its way out of every renderer and sink."""
 
 from __future__ import annotations
 

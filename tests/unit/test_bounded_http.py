@@ -1,4 +1,4 @@
-"""util/bounded_http.py, its pure parts: URL checks (exit 2, masked), "the same host", and the
+"""guards/bounded_http.py, its pure parts: URL checks (exit 2, masked), "the same host", and the
 JSON depth limit checked before parsing."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from neuron_env.errors import ConfigurationError
-from neuron_env.util.bounded_http import check_url, origin
+from neuron_env.guards.bounded_http import check_url, origin
 
 
 @pytest.mark.parametrize("url", ["http://u:pw@h:abc/x", "https://u:pw@h/a b", "http://u:pw@[::1/x",
@@ -36,7 +36,7 @@ def test_origin_is_scheme_host_and_port() -> None:
 def test_json_depth() -> None:
     """The manifest goes through the one reader's parser: a deep one is exit 2, no recursion."""
     from neuron_env.errors import BadInput
-    from neuron_env.util.files import parse_json
+    from neuron_env.guards.files import parse_json
 
     assert parse_json(json.dumps({"a": [[1]], "s": "[[[[[[[[[[[[[["}), "m", depth=3)
     with pytest.raises(BadInput):

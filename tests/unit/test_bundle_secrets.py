@@ -12,7 +12,7 @@ import tarfile
 import pytest
 
 from neuron_env.commands import bundle
-from neuron_env.util import redact
+from neuron_env.guards import redact
 
 
 # -- 25. member names that a naive extract would follow out of the target --------------------------

@@ -290,7 +290,7 @@ def test_ubuntu_2204_shows_both_sources_not_a_flat_failure():
 @pytest.mark.parametrize("why", ["owned by uid 1001, not by this user (uid 0) or root",
                                  "writable by group or others (mode 777)"])
 def test_an_untrusted_compile_cache_warns(why):
-    """util.trust for the compile cache (issue #36): another user's NEFFs would run here."""
+    """guards.trust for the compile cache (issue #36): another user's NEFFs would run here."""
     c = cache_dir(var="TORCH_NEURONX_NEFF_CACHE_DIR", path="/var/tmp/neuron-compile-cache",
                   untrusted=why)
     r = one("cache.compile", host(cache=(c,)))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from neuron_env.guards.text import escape_controls, xml_safe
 from neuron_env.probes.host import make_root, parse_os_release, probe_os
 from neuron_env.report import junit, text
 from neuron_env.report.model import Report, Result
-from neuron_env.util.text import escape_controls, xml_safe
 from tests.helpers.roots import make_root as make_fixture_root
 
 HOSTILE = "Ubuntu\x01 26.04 \x1b]0;owned\x07\x1b[2J\x1b[31mred\x0c\ud800"

@@ -180,12 +180,12 @@ def test_every_file_the_docs_cite_exists() -> None:
 
 def test_the_citation_scanner_sees_what_it_must() -> None:
     """The patterns catch real citations and leave runtime paths and URLs alone."""
-    line = ("see DESIGN.md, docs/nowhere.md, `neuron_env/util/proc.py` and matrices/FORMAT.md; "
+    line = ("see DESIGN.md, docs/nowhere.md, `neuron_env/guards/proc.py` and matrices/FORMAT.md; "
             "not matrices/neuron-<release>.toml, https://x.org/docs/TUNING.md, "
             "/var/log/neuron-env/ or <prefix>/tests/x.py")
     assert OUTSIDE.findall(line) == []
     assert [m.group(1) for m in REPO_PATH.finditer(line)] == [
-        "docs/nowhere.md", "neuron_env/util/proc.py", "matrices/FORMAT.md"]
+        "docs/nowhere.md", "neuron_env/guards/proc.py", "matrices/FORMAT.md"]
     assert [m.group(1) for m in BARE_MD.finditer(line)] == ["DESIGN.md"]
     assert OUTSIDE.findall("summarised in /work/shared/notes.md.") == ["/work/shared/notes.md"]
     assert slug("Output and exit codes") == "output-and-exit-codes"

@@ -42,7 +42,7 @@ def _value(rng: random.Random, depth: int) -> Any:
 
 
 def test_the_depth_read_from_the_bytes_is_the_depth_of_the_document():
-    from neuron_env.util.files import _depth
+    from neuron_env.guards.files import _depth
 
     rng = random.Random(49)
     for _ in range(400):
@@ -53,7 +53,7 @@ def test_the_depth_read_from_the_bytes_is_the_depth_of_the_document():
 
 def test_a_deep_report_is_still_refused_and_a_normal_one_read():
     from neuron_env.errors import BadInput
-    from neuron_env.util.files import parse_json
+    from neuron_env.guards.files import parse_json
 
     with pytest.raises(BadInput, match="nested more than 64"):
         parse_json("[" * 65 + "]" * 65, "report")
@@ -66,7 +66,7 @@ def test_a_deep_report_is_still_refused_and_a_normal_one_read():
 
 
 def test_the_secret_hint_finds_what_the_regex_found():
-    from neuron_env.util import redact
+    from neuron_env.guards import redact
 
     for s in ("Authorization: x", "AUTHORİZATION", "authorız", "ſecret", "x-AMZ-", "TOKEN",
               "paSSw", "API_KEY", "apikey", "Sig", "nothing here", "api-key", "sıg", "K", "",

@@ -15,10 +15,10 @@ from neuron_env import boundary
 from neuron_env.commands.fleet import FleetDocument
 from neuron_env.fleet import views
 from neuron_env.fleet.aggregate import Entry, aggregate, stream
+from neuron_env.guards import redact
+from neuron_env.guards.atomic import write_output
 from neuron_env.report import render
 from neuron_env.report.model import Document
-from neuron_env.util import redact
-from neuron_env.util.atomic import write_output
 from neuron_env.util.jsonout import dumps
 
 SECRET = "https://alice:hunter2tok@mirror.example/simple"

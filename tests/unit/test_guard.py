@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from neuron_env.util import proc
+from neuron_env.guards import proc
 from tests.helpers.guard import RealWorldTouched
 
 

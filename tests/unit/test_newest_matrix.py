@@ -169,8 +169,8 @@ def test_install_with_torchao_neuron_needs_a_234_matrix():
 def test_neuron_ls_234_layout_with_top_level_fields_is_read():
     import json
 
+    from neuron_env.guards.proc import Completed
     from neuron_env.probes.neuron_ls import _judge
-    from neuron_env.util.proc import Completed
 
     devices = [{"neuron_device": i, "nc_count": 8, "logical_neuroncore_config": 2}
                for i in range(2)]

@@ -13,8 +13,8 @@ import stat
 import pytest
 
 from neuron_env.errors import EXIT_CONFIG, AwsError, BadInput, ConfigurationError, UsageError
+from neuron_env.guards import files
 from neuron_env.trial import dist_command
-from neuron_env.util import files
 
 GOOD = {"schema": dist_command.BASELINE_SCHEMA, "samples_per_s": 900.0, "step_s": 0.03,
         "usd_per_hour": 1.34, "usd_per_1000_samples": 0.0004, "label": "cpu x2",
@@ -190,10 +190,10 @@ def test_a_ca_bundle_that_is_not_a_pem_file_is_refused_at_once(tmp_path, kind):
 
 
 # -- nothing else parses JSON from someone else ----------------------------------------------
-# file -> why its json.loads may bypass util/files.parse_json (each reads what we produced or a
+# file -> why its json.loads may bypass guards/files.parse_json (each reads what we produced or a
 # tool we run, not what another party controls), or who routes it
 OWN_JSON = {
-    "neuron_env/util/files.py": "the one reader",
+    "neuron_env/guards/files.py": "the one reader",
     "neuron_env/target_python/protocol.py": "our inside script's verdict, from the target we "
                                             "started",
     "neuron_env/collectives/runner.py": "our own probe's one line",
@@ -202,8 +202,8 @@ OWN_JSON = {
     "neuron_env/install/report_parse.py": "pip's --report of the install we ran",
     "neuron_env/matrix/cache.py": "our cache entry, read only when owned by us or root",
     "neuron_env/matrix/importer.py": "bounded and RecursionError-checked; routed by the matrix "
-                                     "round (util/files.parse_json)",
-    "neuron_env/matrix/update.py": "bounded; routed by the matrix round (util/files.parse_json)",
+                                     "round (guards/files.parse_json)",
+    "neuron_env/matrix/update.py": "bounded; routed by the matrix round (guards/files.parse_json)",
 }
 
 
@@ -223,4 +223,4 @@ def test_untrusted_json_is_parsed_only_by_the_one_reader():
                  and n.func.value.id == "json"]
         if calls and rel not in OWN_JSON:
             found[rel] = calls
-    assert not found, f"json parsed outside util/files.parse_json: {found}"
+    assert not found, f"json parsed outside guards/files.parse_json: {found}"

@@ -1,10 +1,10 @@
-"""Issue #36, "one writer for every path a user names" (finding 1): util/atomic.py is THE writer.
+"""Issue #36, "one writer for every path a user names" (finding 1): guards/atomic.py is THE writer.
 
 The CLI is walked (every command of the typer app, every click parameter): an option that names
 a path is either an output (checked while parsing by the writer's own check, and written by
 it) or an input listed here; a new path option fails until it is classified. Each output
 option is then run in-process against a FIFO, a symbolic link and a device: exit 2, target
-untouched. The source of neuron_env/ is walked too: nothing but util/atomic.py opens a file for
+untouched. The source of neuron_env/ is walked too: nothing but guards/atomic.py opens a file for
 writing or renames one into place, except the listed sites (each with its reason).
 """
 
@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from neuron_env.cli import COMMANDS, app, lazy
 from neuron_env.errors import EXIT_CONFIG, RefusedPath
-from neuron_env.util import atomic
+from neuron_env.guards import atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 OUTPUTS = {("doctor", "--report"), ("trial", "--report"), ("trial", "--save-baseline"),
            ("bundle", "--out"), ("matrix import", "--out"), ("matrix update", "--dir"),
            ("scan", "--output")}
-INPUTS = {  # read, never written: util/files.py (the one reader) or a directory/interpreter
+INPUTS = {  # read, never written: guards/files.py (the one reader) or a directory/interpreter
     ("doctor", "--matrix"), ("doctor", "--python"), ("doctor", "--root"),
     ("doctor", "--waivers"), ("install", "--matrix"), ("install", "--python"),
     ("install", "--root"), ("install", "--find-links"),
@@ -82,7 +82,7 @@ def test_every_path_option_is_classified_and_every_output_uses_the_one_writer():
         elif _pathlike(p) and key not in INPUTS | ENVIRONMENTS:
             unknown.append(key)
     assert not unknown, f"path options neither in OUTPUTS nor INPUTS: {unknown}"
-    assert not unchecked, f"output options not checked by util/atomic.check_output: {unchecked}"
+    assert not unchecked, f"output options not checked by guards/atomic.check_output: {unchecked}"
     assert seen == OUTPUTS, f"listed outputs the CLI does not have: {OUTPUTS - seen}"
 
 
@@ -202,7 +202,7 @@ def test_a_pending_output_commits_with_its_mode(tmp_path):
 # -- nothing else writes -------------------------------------------------------------------------
 # file -> why it may open files for writing or rename them itself (none is a path a user names)
 OTHER_WRITERS = {
-    "neuron_env/util/atomic.py": "the one writer",
+    "neuron_env/guards/atomic.py": "the one writer",
     "neuron_env/install/lock.py": "install.lock and logs inside the environment: O_EXCL|"
                                   "O_NOFOLLOW, checked on the descriptor",
     "neuron_env/install/steps.py": "the install log, made by install/lock.open_new",
@@ -276,7 +276,7 @@ def test_nothing_but_the_listed_modules_writes_files():
         lines = _writes(ast.parse(path.read_text(encoding="utf-8")), rel)
         if lines and rel not in OTHER_WRITERS:
             found[rel] = lines
-    assert not found, f"files written outside util/atomic.py (use write_output): {found}"
+    assert not found, f"files written outside guards/atomic.py (use write_output): {found}"
     stale = [f for f in OTHER_WRITERS if not _writes(ast.parse((REPO / f).read_text()), f)]
     assert not stale, f"listed writers that no longer write: {stale}"
 

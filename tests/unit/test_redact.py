@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_env.util import redact
+from neuron_env.guards import redact
 
 
 @pytest.mark.parametrize("raw,masked", [

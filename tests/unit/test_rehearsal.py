@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from neuron_env import checks
 from neuron_env.matrix import catalog
+from neuron_env.report.doctor_text import render
 from neuron_env.report.model import Report
-from neuron_env.report.text import render
 from tests.helpers.facts import host, target
 
 M = catalog.select(None)

@@ -29,7 +29,7 @@ def test_a_400_digit_price_is_a_soft_aws_error_not_exit_3(usd):
 
 
 def test_the_one_conversion_never_raises():
-    from neuron_env.util.files import number
+    from neuron_env.guards.files import number
 
     assert number(10 ** 400) == math.inf and number(-(10 ** 400)) == -math.inf
     assert number("2.5") == 2.5 and number(3) == 3.0
@@ -136,7 +136,7 @@ def test_another_users_file_in_run_dir_is_not_read(tmp_path):
 # -- the invariants reach inside/ and backend/src: one opener for the run directory ------------
 PATH_LOADS = {  # torch.load given a path (not a file our opener opened), and why that is fine
     "neuron_env/inside/_trial_baseline.py": "`--baseline FILE`, a path the user names, checked "
-                                            "by util/files.check_regular before the target runs",
+                                            "by guards/files.check_regular before the target runs",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from neuron_env.report import steps, text
+from neuron_env.report import doctor_text, steps, text
 from neuron_env.report.model import Report, Result
 from neuron_env.util import wrap
 
@@ -61,11 +61,11 @@ def test_steps_group_identical_fixes_and_run_apt_then_host_then_install_then_smo
 
 def report(results: list[Result]) -> Report:
     return Report(schema="neuron-env.doctor/1", tool={}, matrix=None, target={},
-                  results=tuple(results), exit_code=1)
+                  results=tuple(results), exit_code=1, view=doctor_text.render)
 
 
 def test_text_prints_each_command_once_and_numbered_next_steps():
-    out = wrap.fit(text.render(report(bare_host())), None)
+    out = wrap.fit(doctor_text.render(report(bare_host())), None)
     assert out.count(INSTALL) == 1 and out.count("a-coll=2.0*") == 1
     assert out.count("sudo modprobe neuron") == 1 and out.count("no Python 3.12 here") == 1
     assert "fix: next step 3 below" in out
@@ -76,7 +76,7 @@ def test_text_prints_each_command_once_and_numbered_next_steps():
 
 def test_a_fix_without_a_command_stays_under_its_check_once():
     rs = [fail("net.efa", None, "launch with EFA"), fail("net.other", None, "launch with EFA")]
-    out = text.render(report(rs))
+    out = doctor_text.render(report(rs))
     assert out.count("launch with EFA") == 1 and "fix: as for net.efa" in out
     assert "Next steps" not in out
 
@@ -146,3 +146,26 @@ def test_a_quoted_command_in_prose_is_never_cut():
     assert " ".join(ln.strip() for ln in lines).endswith(f"{cmd}, then go on")
     odd = "        fix: a ` lone backtick " + "word " * 12
     assert " ".join(x.strip() for x in wrap.wrap_line(odd, 40)) == odd.strip()
+
+
+def test_the_generic_text_view_knows_nothing_of_doctor():
+    """doctor's own lines (the rehearsal lead, the fixes run, the smoke step) live in its view,
+    report/doctor_text.py; report/text.py names no doctor at all."""
+    from pathlib import Path
+
+    source = Path(text.__file__).read_text(encoding="utf-8")
+    assert "doctor" not in source.lower() and "REHEARS" not in source
+    assert not {"rehearsal_lead", "fixes_run"} & set(vars(text))
+    rs = bare_host()
+    assert "neuron-env smoke" not in text.render(report(rs))  # only doctor's steps end so
+    assert "neuron-env smoke" in doctor_text.render(report(rs))
+
+
+def test_any_report_that_says_where_its_matrix_came_from_shows_the_matrix_line():
+    """install's plan prints it too (not only doctor): the generic view's footer."""
+    m = {"release": "2.99", "origin": "user", "path": "/home/u/neuron-2.99.toml"}
+    rep = Report(schema="neuron-env.install/1", tool={}, matrix=m, target={},
+                 results=(), exit_code=0)
+    out = text.render(rep).splitlines()
+    assert out[-3:] == ["matrix: Neuron 2.99 (user)", "  /home/u/neuron-2.99.toml",
+                        "OK: no checks (against Neuron 2.99; exit 0)"]

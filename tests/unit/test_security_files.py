@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from neuron_env.util import atomic, redact
+from neuron_env.guards import atomic, redact
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root: mknod, chown to another user")

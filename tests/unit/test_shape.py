@@ -26,14 +26,14 @@ def _tree(p: Path) -> ast.Module:
 def test_only_the_funnel_touches_subprocess():
     offenders = []
     for p in SOURCES:
-        if p == PKG / "util" / "proc.py":
+        if p == PKG / "guards" / "proc.py":
             continue
         for node in ast.walk(_tree(p)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if any(n.split(".")[0] == "subprocess" for n in names):
                 offenders.append(str(p.relative_to(REPO)))
-    assert offenders == [], "use neuron_env/util/proc.py (the one funnel)"
+    assert offenders == [], "use neuron_env/guards/proc.py (the one funnel)"
 
 
 def test_every_exception_lives_in_errors_py():

@@ -9,12 +9,12 @@ import jsonschema
 import pytest
 
 from neuron_env.errors import UsageError
+from neuron_env.guards.proc import Completed
 from neuron_env.inside import MARKER
 from neuron_env.report.model import Report, exit_code
 from neuron_env.report.render import render
 from neuron_env.trial import advice, runner, views
 from neuron_env.trial.options import TrialOptions, parse_shapes, parse_sizes, validate
-from neuron_env.util.proc import Completed
 from tests.helpers.cli import REPO
 
 SCHEMA = json.loads((REPO / "neuron_env/schemas/trial.schema.json").read_text())

@@ -395,8 +395,8 @@ def test_no_torch_names_the_interpreter_and_the_rehearsal_venv(tmp_path):
 
 
 def test_summaries_are_cut_at_a_word_never_inside_one():
+    from neuron_env.guards.text import cut
     from neuron_env.report.verdict import one_line
-    from neuron_env.util.text import cut
 
     text = "trial.compile: aten::nonzero is not supported by the neuron compiler: its unsupported"
     got = one_line(text, 80)

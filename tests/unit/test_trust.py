@@ -1,4 +1,4 @@
-"""util/trust.py: the one owner/mode rule, and every caller routed through it (the user matrix
+"""guards/trust.py: the one owner/mode rule, and every caller routed through it (the user matrix
 directory and its files, the matrix parse cache, the compile cache probe)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import ast
 import os
 from pathlib import Path
 
-from neuron_env.util.trust import why_untrusted, why_untrusted_path
+from neuron_env.guards.trust import why_untrusted, why_untrusted_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def _callers() -> set[str]:
     for p in (REPO / "neuron_env").rglob("*.py"):
         tree = ast.parse(p.read_text())
         for n in ast.walk(tree):
-            if isinstance(n, ast.ImportFrom) and n.module == "neuron_env.util.trust":
+            if isinstance(n, ast.ImportFrom) and n.module == "neuron_env.guards.trust":
                 out.add(str(p.relative_to(REPO)))
     return out
 
@@ -67,7 +67,7 @@ def test_every_owner_check_goes_through_util_trust() -> None:
         text = p.read_text()
         if "st_uid" in text and "geteuid" in text and p.name != "trust.py":
             own_rules.add(str(p.relative_to(REPO)))
-    # inside/_shared.py: util/trust's rule in stdlib lines for the scripts that run in the
+    # inside/_shared.py: guards/trust's rule in stdlib lines for the scripts that run in the
     # target interpreter, which cannot import neuron_env (#45)
     assert own_rules <= {"neuron_env/commands/scan.py", "neuron_env/inside/_shared.py"}, \
         own_rules

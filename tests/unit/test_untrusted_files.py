@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from neuron_env.errors import MatrixError
+from neuron_env.guards.files import FileProblem, read_bounded, resolve_in_root
 from neuron_env.matrix.loader import load_file, parse_text
 from neuron_env.probes.host import Root, make_root, probe_arch, probe_dmi, probe_os
-from neuron_env.util.files import FileProblem, read_bounded, resolve_in_root
 from tests.helpers.cli import REPO
 from tests.helpers.roots import make_root as make_fixture_root
 

@@ -1,4 +1,4 @@
-"""The one sanitiser (util.text.clean) at every renderer, pure parts (#25 items 15, 16, 26):
+"""The one sanitiser (guards.text.clean) at every renderer, pure parts (#25 items 15, 16, 26):
 a trial whose exception text holds a lone surrogate, Kubernetes manifests from hostile values,
 Prometheus label values."""
 
@@ -12,10 +12,10 @@ import yaml
 
 from neuron_env.errors import UsageError
 from neuron_env.fleet import k8s
+from neuron_env.guards.text import clean
 from neuron_env.report.model import Report, exit_code
 from neuron_env.report.render import render, render_error
 from neuron_env.trial import runner, views
-from neuron_env.util.text import clean
 from tests.unit.test_trial import OPTS, doc_of
 
 SURROGATE = "boom \udcff\ud800 \x1b]0;t\x07 end"

@@ -5,7 +5,7 @@ or, when it is there already, used only when it is a real directory of this user
 that no one else can write; otherwise nothing is written there (a warning says why). Every
 file is created O_CREAT|O_EXCL|O_NOFOLLOW under a random name in a directory opened by
 descriptor, then renamed over its name: a planted link is replaced, never written through
-(neuron-env issue #45, finding 2; the same rules as neuron-env's util/trust and util/atomic)."""
+(neuron-env issue #45, finding 2; the same rules as neuron-env's guards/trust and guards/atomic)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ redact() {  # never print credentials embedded in URLs (https://user:token@mirro
     # 1. the index URLs this script knows: their userinfo (up to the URL's last @), literally,
     #    whatever it holds (/, blanks, @); 2. any other URL: user:password with a / or blanks
     #    in the password, then the usual userinfo up to the authority's last @ (neuron-env's
-    #    own mask does the same: util/redact.py)
+    #    own mask does the same: guards/redact.py)
     local line u ui
     while IFS= read -r line || [ -n "$line" ]; do
         for u in "${NEURON_ENV_NEURON_INDEX_URL:-}" "${NEURON_ENV_PYTORCH_INDEX_URL:-}"; do

@@ -4,7 +4,7 @@
 - `launch`: THE builder of the torchrun agent line and the rank script's argv, for neuron-env's
   own launch and for the lines `--print-launch` prints (pure);
 - `runner`: starts and supervises the reference and the ranks (collectives.runner.supervise),
-  reads what they left in the run directory by the one opener (util/files.open_dir/read_at),
+  reads what they left in the run directory by the one opener (guards/files.open_dir/read_at),
   and `--collect`s a run launched elsewhere;
 - `results`: the verdict, `trial.distributed` (pure).
 

@@ -9,7 +9,7 @@ groups, and torchrun's workers (each in a session of its own) by the pid files t
 checked against this run's token in their environment first.
 
 The run directory's files are read by THE opener of a directory someone else can write
-(util/files.open_dir/read_at): the directory judged by util/trust, every file opened
+(guards/files.open_dir/read_at): the directory judged by guards/trust, every file opened
 relative to it with O_NOFOLLOW, regular files of this user only; a link is treated like a
 FIFO, never followed and never shown (#45, finding 1).
 """
@@ -27,6 +27,8 @@ from typing import Any
 
 from neuron_env.collectives.runner import free_port, rank_env, supervise
 from neuron_env.errors import BadInput, FileProblem, UsageError
+from neuron_env.guards import proc
+from neuron_env.guards.files import open_dir, parse_json, read_at
 from neuron_env.target_python import launch, protocol
 from neuron_env.trial import collected, rundir
 from neuron_env.trial.collected import MAX_RANK_FILE
@@ -38,8 +40,6 @@ from neuron_env.trial.distributed.options import (
     payload,
 )
 from neuron_env.trial.options import TrialOptions
-from neuron_env.util import proc
-from neuron_env.util.files import open_dir, parse_json, read_at
 
 STOP_GRACE = 5.0  # seconds torchrun agents get to stop their workers before the kill
 MAX_SIDE_FILE = 1024 * 1024  # a rank's .steps/.error/.usage: lines and a traceback tail
@@ -73,8 +73,8 @@ class DistRun:
 
 
 class RunFiles:
-    """The run directory, opened once (util/files.open_dir: judged by util/trust), and the
-    files in it, each read by util/files.read_at (relative, O_NOFOLLOW, regular, ours)."""
+    """The run directory, opened once (guards/files.open_dir: judged by guards/trust), and the
+    files in it, each read by guards/files.read_at (relative, O_NOFOLLOW, regular, ours)."""
 
     def __init__(self, path: str, what: str) -> None:
         self.path, self.fd = path, open_dir(path, what)
@@ -120,7 +120,7 @@ def _state(files: RunFiles, rank: int, returncode: int | None = None,
             doc = parse_json(doc_text, f"{where}.json", finite=False)
     usage = files.text(f"{name}.usage")
     if usage:
-        from neuron_env.util.files import field
+        from neuron_env.guards.files import field
 
         what = f"{where}.usage"
         u = parse_json(usage, what)
@@ -178,7 +178,7 @@ def collect(run_dir: str, d: DistOptions) -> DistRun:
     """`--collect RUN_DIR`: the verdict of a run launched elsewhere (--print-launch's commands)
     from the files its reference and ranks left in RUN_DIR, each read and checked by
     trial/collected.py (the one reader, then every field) before any verdict. RUN_DIR is
-    judged by util/trust first: one that other users can write is refused (exit 2)."""
+    judged by guards/trust first: one that other users can write is refused (exit 2)."""
     from neuron_env.util.record import replace
 
     files = RunFiles(run_dir, f"--collect {run_dir}")

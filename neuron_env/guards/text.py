@@ -5,7 +5,7 @@ gets its control characters, lone surrogates and the non-characters XML forbids 
 visible `\\xNN` / `\\uNNNN` escapes, so a hostile `\\x1b]0;...` cannot drive a terminal, a
 `\\x01` cannot make a JUnit file ill-formed XML and an undecodable name cannot crash an encoder.
 
-Where the text may hold a secret, the order is: mask (util.redact), then `clean`, then cut."""
+Where the text may hold a secret, the order is: mask (guards.redact), then `clean`, then cut."""
 
 from __future__ import annotations
 

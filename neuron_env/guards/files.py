@@ -46,13 +46,13 @@ def _kind(mode: int) -> str:
 
 # -- files in a directory someone else can write (RUN_DIR on shared storage) -----------------
 # THE opener for them (docs/security.md, "Shared directories"): the directory is opened once,
-# O_NOFOLLOW, and judged by util/trust on its descriptor; each file is opened relative to that
+# O_NOFOLLOW, and judged by guards/trust on its descriptor; each file is opened relative to that
 # descriptor, O_NOFOLLOW|O_NONBLOCK, regular files only, owned by this user or root. A link is
 # treated like a FIFO: refused, never followed, its target never shown (#45, findings 1, 3).
 def open_dir(path: str | os.PathLike, what: str) -> int:
-    """A descriptor on the directory `path` (not a link), trusted by util/trust (ours or
+    """A descriptor on the directory `path` (not a link), trusted by guards/trust (ours or
     root's, writable by no one else unless root's sticky /tmp); BadInput (exit 2) otherwise."""
-    from neuron_env.util.trust import why_untrusted
+    from neuron_env.guards.trust import why_untrusted
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -73,7 +73,7 @@ def read_at(dir_fd: int, name: str, limit: int) -> bytes:
     """The bytes of `name` in the directory `dir_fd` (open_dir): a regular file of this user
     or root, never a link, at most `limit` bytes. FileNotFoundError when absent; FileProblem
     for a link, a FIFO, a device, another user's file or a file over the cap."""
-    from neuron_env.util.trust import why_not_owner
+    from neuron_env.guards.trust import why_not_owner
 
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
     try:

@@ -56,7 +56,7 @@ def why_untrusted_path(path: str | os.PathLike[str], *, kind: str = "") -> str |
 
 def warn_untrusted(what: str, path: str | os.PathLike[str], why: str) -> None:
     """The one warning: `neuron-env: warning: ignoring WHAT PATH: WHY`."""
-    from neuron_env.util.text import clean
+    from neuron_env.guards.text import clean
 
     sys.stderr.write(f"neuron-env: warning: ignoring {what} {clean(str(path), one_line=True)}: "
                      f"{why}\n")

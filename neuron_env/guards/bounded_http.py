@@ -5,7 +5,7 @@ headers, body) ends by a deadline, so a server sending one byte a second cannot 
 most `limit` + 1 bytes; redirects only to the same scheme, host and port; and a JSON depth
 limit checked before parsing (a deeply nested document is an error, never a RecursionError).
 
-Merge note: util/files.py is to become the one bounded reader (size cap, FIFO refusal, depth
+Merge note: guards/files.py is to become the one bounded reader (size cap, FIFO refusal, depth
 limit, deadline); these functions are the network half and belong there once it lands."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 def shown_url(url: str) -> str:
     """A URL (or a message holding one) as we show it: credentials masked, one line."""
-    from neuron_env.util.redact import mask
-    from neuron_env.util.text import clean
+    from neuron_env.guards.redact import mask
+    from neuron_env.guards.text import clean
 
     return clean(mask(url), one_line=True)
 
@@ -90,7 +90,7 @@ def _opener(url: str, ca_bundle: str | None) -> Any:
 
     handlers: list[Any] = [SameOrigin()]
     if urllib.parse.urlsplit(url).scheme == "https":
-        from neuron_env.util.files import ssl_context
+        from neuron_env.guards.files import ssl_context
 
         # the bundle through the one reader: a FIFO or a device is refused, never opened
         handlers.append(urllib.request.HTTPSHandler(context=ssl_context(ca_bundle)))
@@ -117,7 +117,7 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
     import urllib.request
 
     check_url(url, schemes=("https", "http"))
-    from neuron_env.util.files import read_body
+    from neuron_env.guards.files import read_body
 
     opener = _opener(url, ca_bundle)
     box: dict[str, Any] = {}
@@ -129,7 +129,7 @@ def http_get(url: str, limit: int, *, timeout: float, ca_bundle: str | None = No
             req = urllib.request.Request(url, headers={"User-Agent": user_agent})
             with opener.open(req, timeout=timeout) as resp:
                 box["resp"] = resp
-                # the one body reader (util/files): capped, within what is left of the time
+                # the one body reader (guards/files): capped, within what is left of the time
                 box["value"] = read_body(resp, limit, max(0.001, end - time.monotonic()),
                                          shown_url(url))
         except BaseException as e:  # handed to the caller's thread
