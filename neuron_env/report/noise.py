@@ -107,3 +107,13 @@ def cost_range(usd_per_hour: float, batch: int, t: dict[str, Any]) -> tuple[floa
         return None
     per = [usd_per_hour * step / 3600.0 / batch * 1000.0 for step in (s["low_s"], s["high_s"])]
     return per[0], per[1]
+
+
+def cost_record(sp: dict[str, Any], rng: tuple[float, float], what: str) -> dict[str, Any]:
+    """$ per 1,000 samples at both ends of a run's quartile box with its noise warnings: the
+    one record trial.cost carries, for one process or many (`what`: the timings it came from)."""
+    line = f"spread of the {what}: ${rng[0]:.4g}-${rng[1]:.4g} per 1,000 samples"
+    if sp["noisy"]:
+        line += f"; NOISY: {'; '.join(sp['warnings'])}; {advice(sp)}"
+    return {"usd_per_1000_samples_low": rng[0], "usd_per_1000_samples_high": rng[1],
+            "noisy": sp["noisy"], "warnings": sp["warnings"], "line": line}

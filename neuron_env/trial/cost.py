@@ -59,9 +59,5 @@ def cost_spread(t: dict[str, Any], price: Price, batch: int) -> dict[str, Any] |
     rng = noise.cost_range(price.usd_per_hour, batch, t) if price.usd_per_hour else None
     if sp is None or rng is None:
         return None
-    line = (f"spread of the {sp['iterations'] or '?'} timed iterations ({sp['box']}): "
-            f"${rng[0]:.4g}-${rng[1]:.4g} per 1,000 samples")
-    if sp["noisy"]:
-        line += f"; NOISY: {'; '.join(sp['warnings'])}; {noise.advice(sp)}"
-    return {"usd_per_1000_samples_low": rng[0], "usd_per_1000_samples_high": rng[1],
-            "noisy": sp["noisy"], "warnings": sp["warnings"], "line": line}
+    return noise.cost_record(sp, rng, f"{sp['iterations'] or '?'} timed iterations "
+                                      f"({sp['box']})")

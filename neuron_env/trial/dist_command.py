@@ -178,12 +178,7 @@ def cost_spread(this: dict[str, Any]) -> dict[str, Any] | None:
     sp = noise.spread(timing(this["step_samples_s"]))
     if sp is None:
         return None
-    line = (f"spread of the {sp['iterations']} timed steps (quartiles): "
-            f"${rng[0]:.4g}-${rng[1]:.4g} per 1,000 samples")
-    if sp["noisy"]:
-        line += f"; NOISY: {'; '.join(sp['warnings'])}; {noise.advice(sp)}"
-    return {"usd_per_1000_samples_low": rng[0], "usd_per_1000_samples_high": rng[1],
-            "noisy": sp["noisy"], "warnings": sp["warnings"], "line": line}
+    return noise.cost_record(sp, rng, f"{sp['iterations']} timed steps (quartiles)")
 
 
 def apart(this: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
