@@ -13,6 +13,7 @@ from neuron_env import checks
 from neuron_env.checks import registry
 from neuron_env.commands import list_checks
 from neuron_env.report.model import CATEGORIES
+from tests.helpers import schema_ids
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = [c.id for c in checks.registered()]
@@ -53,15 +54,17 @@ def test_every_record_is_complete():
 
 
 def test_the_schemas_id_rules_accept_exactly_the_registry_s_ids():
-    """The doctor and list-checks schemas name no id list (a pattern: a new check needs no
-    schema change); every registered id matches both."""
-    for name, path in (("doctor", ("properties", "results", "items", "properties", "id")),
-                       ("checks", ("properties", "checks", "items", "properties", "id"))):
-        node = json.loads((REPO / "neuron_env" / "schemas" / f"{name}.schema.json").read_text())
-        for key in path:
-            node = node[key]
+    """The doctor and list-checks schemas validate ids by a pattern, never an enum (a report of a
+    newer neuron-env with a new check still validates); every registered id matches it, and the
+    rule's `examples` list is the registry's ids, derived (tests/helpers/schema_ids.py)."""
+    for name in schema_ids.ID_RULES:
+        doc = json.loads(schema_ids.schema_path(name).read_text(encoding="utf-8"))
+        node = schema_ids.id_rule(doc, name)
         assert "enum" not in node
         assert all(re.fullmatch(node["pattern"], i) for i in IDS), name
+        assert node.get("examples") == IDS, (
+            f"{name}.schema.json lists other check ids than the registry: run "
+            "`python -m tests.helpers.schema_ids` to derive them again")
 
 
 def test_the_docs_table_lists_exactly_the_registered_checks():
